@@ -1,0 +1,89 @@
+"""The error hierarchy, typed by what the caller can do about each error.
+
+Every error memoryd raises on purpose derives from `MemorydError`. The one-shot commands map the
+families onto the exit codes of DESIGN §2: configuration problems exit 78, transient conditions
+exit 75, anything that failed for good exits 1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_TEMPFAIL = 75
+EXIT_CONFIG = 78
+
+
+class MemorydError(Exception):
+    """Root of every error memoryd raises on purpose."""
+
+    exit_code = EXIT_FAILED
+
+
+class ConfigError(MemorydError):
+    """The configuration cannot be used. Carries every problem found, not just the first."""
+
+    exit_code = EXIT_CONFIG
+
+    def __init__(self, path: Path | str | None, problems: Sequence[str]) -> None:
+        self.path = str(path) if path is not None else None
+        self.problems = list(problems)
+        where = f"Invalid configuration in {self.path}" if self.path else "Invalid configuration"
+        super().__init__(where + ":\n" + "\n".join(f"  {p}" for p in self.problems))
+
+
+class TransientError(MemorydError):
+    """Worth trying again later: the work stopped early and nothing was lost."""
+
+    exit_code = EXIT_TEMPFAIL
+
+
+class LockHeldError(TransientError):
+    """Another memoryd process holds the single-writer lock."""
+
+    def __init__(self, lock_path: Path, holder_pid: int | None) -> None:
+        self.lock_path = lock_path
+        self.holder_pid = holder_pid
+        holder = f"pid {holder_pid}" if holder_pid else "another process"
+        super().__init__(f"{lock_path} is held by {holder}; another memoryd is running")
+
+
+class StoreError(MemorydError):
+    """The memory store cannot be read or written as asked."""
+
+
+class StoreFormatError(StoreError):
+    """The store was written by a newer memoryd, or its format marker is unreadable."""
+
+
+class CorruptFileError(StoreError):
+    """A store file memoryd owns does not parse; it is left untouched."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__(f"{path}: {reason} (left untouched; fix or move it away)")
+
+
+class PathEscapeError(StoreError):
+    """A write would land outside the store or through a symlink."""
+
+    def __init__(self, path: Path | str, root: Path) -> None:
+        self.path = path
+        self.root = root
+        super().__init__(f"refusing to write {path}: not a plain path inside the store {root}")
+
+
+class ConcurrentEditError(StoreError):
+    """A file changed on disk after memoryd read it; the change must be re-planned."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        super().__init__(f"{path} changed since memoryd read it; it will be re-read")
+
+
+class GitError(StoreError):
+    """A git operation on the store failed."""

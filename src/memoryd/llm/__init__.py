@@ -1,0 +1,1 @@
+"""The LLM client interface, its Anthropic adapter and the offline markers provider."""

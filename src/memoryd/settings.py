@@ -1,0 +1,504 @@
+"""The configuration: one frozen, typed model loaded from TOML (DESIGN §3).
+
+Loading happens in two passes. The first validates the file against the model and reports every
+problem at once, each as ``At 'key.path': message``; unknown keys are errors. The second,
+`check_environment`, looks at the world the configuration describes (store, state directory,
+credentials, prices, cron, sources) and again reports every problem at once, plus warnings for
+things that are fine today but worth knowing (a source folder an agent has not created yet).
+
+Nothing here reads the process environment by itself: callers pass the environment mapping in.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Annotated, Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from memoryd.errors import ConfigError
+from memoryd.llm.prices import ModelPrice, PriceTable
+
+DEFAULT_CONFIG_PATHS = (Path("memoryd.toml"), Path("/etc/memoryd/memoryd.toml"))
+CREDENTIAL_NAME = "anthropic-api-key"
+SOURCE_FORMATS = (
+    "claude-code",
+    "codex",
+    "openclaw",
+    "paperclip",
+    "chatgpt-export",
+    "jsonl",
+    "markdown",
+)
+SourceFormat = Literal[
+    "claude-code", "codex", "openclaw", "paperclip", "chatgpt-export", "jsonl", "markdown"
+]
+
+# Agent and routine names become folder and file names; they are the operator's words, but are
+# still held to a plain, portable shape.
+_NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,63}$"
+_DURATION = re.compile(r"^\s*(\d+)\s*([hdw])\s*$")
+_DURATION_UNITS = {"h": "hours", "d": "days", "w": "weeks"}
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class StoreSettings(_Frozen):
+    path: Path
+    tacit_file: str = "MEMORY.md"
+    skills_dir: str = "agents"
+
+    @field_validator("tacit_file", "skills_dir")
+    @classmethod
+    def _plain_relative(cls, value: str) -> str:
+        parts = Path(value).parts
+        if not value or Path(value).is_absolute() or ".." in parts or value.startswith("."):
+            raise ValueError("must be a plain path relative to the store, without '..'")
+        if parts and parts[0] in {"life", "memory", ".git"}:
+            raise ValueError(f"'{parts[0]}' is reserved for memoryd's own layout")
+        return value
+
+
+class StateSettings(_Frozen):
+    path: Path | None = None
+
+
+class PriceSettings(_Frozen):
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
+    cache_write: float | None = Field(default=None, ge=0)
+    cache_read: float | None = Field(default=None, ge=0)
+
+    def to_price(self) -> ModelPrice:
+        return ModelPrice(self.input, self.output, self.cache_write, self.cache_read)
+
+
+class LLMSettings(_Frozen):
+    provider: Literal["anthropic", "markers"] = "anthropic"
+    model: str = Field(default="claude-haiku-5-5", min_length=1)
+    rewrite_model: str = Field(default="claude-haiku-5-5", min_length=1)
+    base_url: str | None = None
+    api_key_file: Path | None = None
+    timeout_seconds: float = Field(default=120, gt=0, le=3600)
+    max_output_tokens: int = Field(default=4096, ge=256, le=20000)
+    chunk_tokens: int = Field(default=12000, ge=500, le=200_000)
+    context_facts: int = Field(default=40, ge=0, le=1000)
+    max_attempts: int = Field(default=5, ge=1, le=20)
+    prices: dict[str, PriceSettings] = Field(default_factory=dict)
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None and not re.match(r"^https?://[^\s/]+", value):
+            raise ValueError("must be an http:// or https:// URL")
+        return value
+
+    def price_table(self) -> PriceTable:
+        return PriceTable({name: price.to_price() for name, price in self.prices.items()})
+
+
+class BudgetSettings(_Frozen):
+    daily_usd: float = Field(default=5.0, ge=0)
+    heartbeat_usd: float = Field(default=0.0, ge=0)
+
+
+class BackfillSettings(_Frozen):
+    since: str = "7d"
+
+    @field_validator("since")
+    @classmethod
+    def _duration(cls, value: str) -> str:
+        if value != "all" and not _DURATION.match(value):
+            raise ValueError("must be a duration like '12h', '7d' or '4w', or 'all'")
+        return value
+
+    @property
+    def window(self) -> timedelta | None:
+        """The backfill window, or None for 'all'."""
+        match = _DURATION.match(self.since)
+        if match is None:
+            return None
+        return timedelta(**{_DURATION_UNITS[match.group(2)]: int(match.group(1))})
+
+
+class ScheduleSettings(_Frozen):
+    heartbeat_minutes: int = Field(default=30, ge=1, le=24 * 60)
+    rewrite_cron: str = "0 3 * * sun"
+    timezone: str = "UTC"
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, value: str) -> str:
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"unknown time zone {value!r} (use an IANA name like 'Europe/Berlin')")
+        return value
+
+    @property
+    def zone(self) -> ZoneInfo:
+        return ZoneInfo(self.timezone)
+
+
+class GitSettings(_Frozen):
+    author_name: str = Field(default="memoryd", min_length=1)
+    author_email: str = Field(default="memoryd@localhost", min_length=1)
+    push: bool = False
+    remote: str = Field(default="origin", min_length=1)
+    timeout_seconds: float = Field(default=60, gt=0)
+
+
+class EntitySettings(_Frozen):
+    min_mentions: int = Field(default=3, ge=1)
+
+
+class DecaySettings(_Frozen):
+    hot_days: int = Field(default=7, ge=0)
+    warm_days: int = Field(default=30, ge=1)
+
+
+class RewriteSettings(_Frozen):
+    use_batches: bool = False
+
+
+class IndexSettings(_Frozen):
+    commands: list[str] = Field(default_factory=list)
+    timeout_seconds: float = Field(default=300, gt=0)
+
+
+class CleaningSettings(_Frozen):
+    extra_patterns: list[str] = Field(default_factory=list)
+    tool_output_chars: int = Field(default=2000, ge=0)
+
+    @field_validator("extra_patterns")
+    @classmethod
+    def _compiles(cls, value: list[str]) -> list[str]:
+        for pattern in value:
+            try:
+                re.compile(pattern)
+            except re.error as error:
+                raise ValueError(f"pattern {pattern!r} does not compile: {error}") from None
+        return value
+
+
+class SourceSettings(_Frozen):
+    format: SourceFormat
+    path: str = Field(min_length=1)
+    routine: Annotated[str, Field(pattern=_NAME_PATTERN)] | None = None
+
+
+class AgentSettings(_Frozen):
+    name: Annotated[str, Field(pattern=_NAME_PATTERN)]
+    sources: list[SourceSettings] = Field(default_factory=list)
+
+
+class Settings(_Frozen):
+    store: StoreSettings
+    state: StateSettings = StateSettings()
+    llm: LLMSettings = LLMSettings()
+    budget: BudgetSettings = BudgetSettings()
+    backfill: BackfillSettings = BackfillSettings()
+    schedule: ScheduleSettings = ScheduleSettings()
+    git: GitSettings = GitSettings()
+    entities: EntitySettings = EntitySettings()
+    decay: DecaySettings = DecaySettings()
+    rewrite: RewriteSettings = RewriteSettings()
+    index: IndexSettings = IndexSettings()
+    cleaning: CleaningSettings = CleaningSettings()
+    agents: list[AgentSettings] = Field(default_factory=list)
+
+    def agent(self, name: str) -> AgentSettings:
+        for agent in self.agents:
+            if agent.name == name:
+                return agent
+        raise KeyError(name)
+
+
+@dataclass(frozen=True)
+class LoadedConfig:
+    """A validated configuration and the file it came from."""
+
+    path: Path
+    settings: Settings
+
+
+@dataclass
+class CheckReport:
+    """What `check_environment` found: problems make the configuration unusable."""
+
+    problems: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def resolve_config_path(explicit: str | None, environ: Mapping[str, str]) -> Path:
+    """Given the `--config` value and the environment, return the configuration file to use.
+
+    Order: `--config`, `$MEMORYD_CONFIG`, `./memoryd.toml`, `/etc/memoryd/memoryd.toml`. Raise
+    ConfigError when none of them exists.
+    """
+    if explicit:
+        return Path(explicit)
+    if environ.get("MEMORYD_CONFIG"):
+        return Path(environ["MEMORYD_CONFIG"])
+    for candidate in DEFAULT_CONFIG_PATHS:
+        if candidate.is_file():
+            return candidate
+    raise ConfigError(
+        None,
+        [
+            "no configuration file found: pass --config PATH, set MEMORYD_CONFIG, or create "
+            + " or ".join(str(p) for p in DEFAULT_CONFIG_PATHS)
+        ],
+    )
+
+
+def load_settings(path: Path) -> LoadedConfig:
+    """Given a TOML file, return the validated settings. Raise ConfigError listing every problem.
+
+    Relative paths in the file are taken relative to the file's own folder, so a configuration
+    means the same thing whatever the working directory.
+    """
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(path, ["the file does not exist"]) from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError(path, [f"cannot read the file: {error}"]) from None
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(path, [f"not valid TOML: {error}"]) from None
+    return LoadedConfig(path, parse_settings(raw, path))
+
+
+def parse_settings(raw: Mapping[str, Any], path: Path | None = None) -> Settings:
+    """Validate an already-parsed TOML document. Raise ConfigError listing every problem."""
+    try:
+        settings = Settings.model_validate(raw)
+    except ValidationError as error:
+        raise ConfigError(path, [_describe(item) for item in error.errors()]) from None
+    if path is not None:
+        settings = _anchor_paths(settings, path.resolve().parent)
+    duplicates = _duplicate_agents(settings)
+    if duplicates:
+        raise ConfigError(path, duplicates)
+    return settings
+
+
+def _describe(item: Mapping[str, Any]) -> str:
+    key = _key_path(item["loc"])
+    if item["type"] == "extra_forbidden":
+        return f"At '{key}': unknown key"
+    if item["type"] == "missing":
+        return f"At '{key}': required key is missing"
+    message = str(item["msg"]).removeprefix("Value error, ")
+    return f"At '{key}': {message}"
+
+
+def _key_path(loc: Sequence[int | str]) -> str:
+    text = ""
+    for part in loc:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            text += f".{part}" if text else str(part)
+    return text or "(top level)"
+
+
+def _anchor(path: Path, base: Path) -> Path:
+    path = path.expanduser()
+    return path if path.is_absolute() else base / path
+
+
+def _anchor_source(source: SourceSettings, base: Path) -> SourceSettings:
+    return source.model_copy(update={"path": str(_anchor(Path(source.path), base))})
+
+
+def _anchor_paths(settings: Settings, base: Path) -> Settings:
+    store = settings.store.model_copy(update={"path": _anchor(settings.store.path, base)})
+    state = settings.state
+    if state.path is not None:
+        state = state.model_copy(update={"path": _anchor(state.path, base)})
+    llm = settings.llm
+    if llm.api_key_file is not None:
+        llm = llm.model_copy(update={"api_key_file": _anchor(llm.api_key_file, base)})
+    agents = [
+        agent.model_copy(update={"sources": [_anchor_source(s, base) for s in agent.sources]})
+        for agent in settings.agents
+    ]
+    return settings.model_copy(
+        update={"store": store, "state": state, "llm": llm, "agents": agents}
+    )
+
+
+def _duplicate_agents(settings: Settings) -> list[str]:
+    seen: set[str] = set()
+    problems = []
+    for position, agent in enumerate(settings.agents):
+        if agent.name in seen:
+            problems.append(f"At 'agents[{position}].name': agent {agent.name!r} is defined twice")
+        seen.add(agent.name)
+    return problems
+
+
+def state_directory(settings: Settings, environ: Mapping[str, str]) -> Path:
+    """Return the state directory: `state.path`, else `$STATE_DIRECTORY`, else the XDG default."""
+    if settings.state.path is not None:
+        return settings.state.path
+    if environ.get("STATE_DIRECTORY"):
+        # systemd may pass several colon-separated directories; the first is ours.
+        return Path(environ["STATE_DIRECTORY"].split(":")[0])
+    if environ.get("XDG_STATE_HOME"):
+        return Path(environ["XDG_STATE_HOME"]) / "memoryd"
+    return Path(environ.get("HOME", "~")).expanduser() / ".local" / "state" / "memoryd"
+
+
+def find_api_key(settings: Settings, environ: Mapping[str, str]) -> tuple[str | None, str]:
+    """Return the API key and where it was found (for messages; never the key itself).
+
+    Order: `llm.api_key_file`, `$CREDENTIALS_DIRECTORY/anthropic-api-key`, `ANTHROPIC_API_KEY`.
+    A configured key file that cannot be read is not skipped silently: it yields no key.
+    """
+    if settings.llm.api_key_file is not None:
+        return _read_key(settings.llm.api_key_file), f"llm.api_key_file ({settings.llm.api_key_file})"
+    if environ.get("CREDENTIALS_DIRECTORY"):
+        credential = Path(environ["CREDENTIALS_DIRECTORY"]) / CREDENTIAL_NAME
+        if credential.exists():
+            return _read_key(credential), f"systemd credential {CREDENTIAL_NAME}"
+    if environ.get("ANTHROPIC_API_KEY"):
+        return environ["ANTHROPIC_API_KEY"].strip(), "ANTHROPIC_API_KEY"
+    return None, "nowhere"
+
+
+def _read_key(path: Path) -> str | None:
+    try:
+        key = path.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return key or None
+
+
+def find_base_url(settings: Settings, environ: Mapping[str, str]) -> str | None:
+    """Return `llm.base_url`, else `$ANTHROPIC_BASE_URL`, else None (the SDK's default)."""
+    return settings.llm.base_url or environ.get("ANTHROPIC_BASE_URL") or None
+
+
+def check_environment(settings: Settings, environ: Mapping[str, str]) -> CheckReport:
+    """Check what the configuration points at. Return every problem and warning found."""
+    report = CheckReport()
+    _check_store(settings.store.path, report)
+    _check_writable_dir(state_directory(settings, environ), "state.path", report)
+    _check_llm(settings, environ, report)
+    _check_schedule(settings.schedule, report)
+    if settings.decay.warm_days <= settings.decay.hot_days:
+        report.problems.append("At 'decay.warm_days': must be greater than decay.hot_days")
+    for a, agent in enumerate(settings.agents):
+        if not agent.sources:
+            report.warnings.append(f"At 'agents[{a}].sources': agent {agent.name!r} has no sources")
+        for s, source in enumerate(agent.sources):
+            _check_source(source, f"agents[{a}].sources[{s}].path", report)
+    if not settings.agents:
+        report.warnings.append("At 'agents': no agents are configured; heartbeats will do nothing")
+    return report
+
+
+def _check_store(path: Path, report: CheckReport) -> None:
+    if path.exists() and not path.is_dir():
+        report.problems.append(f"At 'store.path': {path} exists and is not a directory")
+        return
+    if path.is_symlink():
+        report.problems.append(f"At 'store.path': {path} is a symlink; name the real directory")
+        return
+    existing = _nearest_existing(path)
+    if not os.access(existing, os.W_OK | os.X_OK):
+        report.problems.append(
+            f"At 'store.path': {existing} is not writable, so the store cannot be created or used"
+        )
+
+
+def _check_writable_dir(path: Path, key: str, report: CheckReport) -> None:
+    if path.exists() and not path.is_dir():
+        report.problems.append(f"At '{key}': {path} exists and is not a directory")
+        return
+    existing = _nearest_existing(path)
+    if not os.access(existing, os.W_OK | os.X_OK):
+        report.problems.append(f"At '{key}': {existing} is not writable")
+
+
+def _nearest_existing(path: Path) -> Path:
+    for candidate in (path, *path.parents):
+        if candidate.exists():
+            return candidate
+    return Path("/")
+
+
+def _check_llm(settings: Settings, environ: Mapping[str, str], report: CheckReport) -> None:
+    llm = settings.llm
+    if llm.provider != "anthropic":
+        return
+    key, where = find_api_key(settings, environ)
+    if key is None:
+        if llm.api_key_file is not None:
+            report.problems.append(
+                f"At 'llm.api_key_file': cannot read an API key from {llm.api_key_file}"
+            )
+        else:
+            report.problems.append(
+                "At 'llm': no API key found: set llm.api_key_file, pass the systemd credential "
+                f"'{CREDENTIAL_NAME}' (LoadCredential=), or set ANTHROPIC_API_KEY"
+            )
+    if settings.budget.daily_usd > 0 or settings.budget.heartbeat_usd > 0:
+        table = llm.price_table()
+        for key_name, model in (("llm.model", llm.model), ("llm.rewrite_model", llm.rewrite_model)):
+            if not table.knows(model):
+                report.problems.append(
+                    f"At '{key_name}': no price is known for {model!r}, so the budget cannot be "
+                    f'enforced; add llm.prices."{model}" = {{ input = ..., output = ... }}'
+                )
+
+
+def _check_schedule(schedule: ScheduleSettings, report: CheckReport) -> None:
+    from apscheduler.triggers.cron import CronTrigger  # noqa: PLC0415 - only `check` needs it
+
+    fields = schedule.rewrite_cron.split()
+    if len(fields) != 5:
+        report.problems.append(
+            "At 'schedule.rewrite_cron': needs five fields (minute hour day month day-of-week)"
+        )
+        return
+    if re.search(r"\d", fields[4]):
+        report.problems.append(
+            "At 'schedule.rewrite_cron': write the day of week with names (mon..sun): "
+            "APScheduler counts 0 as Monday where cron counts it as Sunday"
+        )
+        return
+    try:
+        CronTrigger.from_crontab(schedule.rewrite_cron, timezone=schedule.zone)
+    except ValueError as error:
+        report.problems.append(f"At 'schedule.rewrite_cron': {error}")
+
+
+def _check_source(source: SourceSettings, key: str, report: CheckReport) -> None:
+    path = Path(source.path)
+    if any(ch in source.path for ch in "*?["):
+        if not glob.glob(source.path, recursive=True):
+            report.warnings.append(f"At '{key}': nothing matches {source.path} yet")
+        return
+    if not path.exists():
+        report.warnings.append(f"At '{key}': {path} does not exist yet")
+        return
+    mode = os.R_OK | (os.X_OK if path.is_dir() else 0)
+    if not os.access(path, mode):
+        report.problems.append(f"At '{key}': {path} is not readable")

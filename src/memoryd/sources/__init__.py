@@ -1,0 +1,1 @@
+"""Transcript sources: incremental readers for the agents' log formats, and text cleaning."""

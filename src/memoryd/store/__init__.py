@@ -1,0 +1,1 @@
+"""The git-backed memory store: entities and facts, daily notes, tacit knowledge, skills."""
