@@ -142,7 +142,8 @@ class ScheduleSettings(_Frozen):
         try:
             ZoneInfo(value)
         except (ZoneInfoNotFoundError, ValueError):
-            raise ValueError(f"unknown time zone {value!r} (use an IANA name like 'Europe/Berlin')")
+            message = f"unknown time zone {value!r} (use an IANA name like 'Europe/Berlin')"
+            raise ValueError(message) from None
         return value
 
     @property
@@ -372,7 +373,8 @@ def find_api_key(settings: Settings, environ: Mapping[str, str]) -> tuple[str | 
     A configured key file that cannot be read is not skipped silently: it yields no key.
     """
     if settings.llm.api_key_file is not None:
-        return _read_key(settings.llm.api_key_file), f"llm.api_key_file ({settings.llm.api_key_file})"
+        key_file = settings.llm.api_key_file
+        return _read_key(key_file), f"llm.api_key_file ({key_file})"
     if environ.get("CREDENTIALS_DIRECTORY"):
         credential = Path(environ["CREDENTIALS_DIRECTORY"]) / CREDENTIAL_NAME
         if credential.exists():
@@ -448,7 +450,7 @@ def _check_llm(settings: Settings, environ: Mapping[str, str], report: CheckRepo
     llm = settings.llm
     if llm.provider != "anthropic":
         return
-    key, where = find_api_key(settings, environ)
+    key, _where = find_api_key(settings, environ)
     if key is None:
         if llm.api_key_file is not None:
             report.problems.append(
