@@ -1,0 +1,398 @@
+"""The Anthropic adapter: `LLMClient` over the official SDK, plus Message Batches.
+
+This is the only module that imports `anthropic`. Its invariants:
+
+- Credentials and endpoint are exactly what the caller passes. The SDK reads
+  `ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL`, profile files and workload-identity variables
+  only when no explicit credential or base URL is given, so both are always passed explicitly
+  (the public endpoint when `base_url` is None). OpenTelemetry options are passed explicitly
+  too, so no environment variable can switch on request-content capture in traces.
+- Retries have one owner: the SDK's own are off (`max_retries=0`) and tenacity retries here.
+  Retried: 408, 409, 429, 5xx (529 included), connection errors and timeouts, with jittered
+  exponential backoff, or the server's `retry-after-ms` / `retry-after` when given, never
+  waiting more than `max_wait_seconds` at a time. `x-should-retry: true|false` overrides the
+  status. Never retried: spend-limit answers and every other 4xx (400, 401, 403, 404, 413,
+  422, ...).
+- Each retry logs `llm.retry`; a call that fails for good logs `llm.failed`. Both carry the
+  operation, attempt, status, error class, request id and wait; never content or the key.
+- Every call forces its one tool; the stable prefix (system block and tool definition) is
+  marked `cache_control: ephemeral` when the request asks for it.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Literal, TypeVar, cast
+
+import anthropic
+import structlog
+from anthropic.types import Message, ToolUseBlock
+from anthropic.types.messages import MessageBatchIndividualResponse
+from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
+
+from memoryd.llm.base import (
+    LLMError,
+    PermanentLLMError,
+    SpendLimitError,
+    ToolRequest,
+    ToolResult,
+    TransientLLMError,
+)
+from memoryd.llm.prices import Usage
+
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+DEFAULT_MAX_WAIT_SECONDS = 60.0
+# Connecting is quick or hopeless; only reading a long answer deserves the full timeout.
+_CONNECT_TIMEOUT_SECONDS = 10.0
+_RETRYABLE_STATUSES = frozenset({408, 409, 429})
+_FIRST_SERVER_ERROR = 500
+_PAYMENT_REQUIRED = 402
+SPEND_LIMIT_CODES = frozenset(
+    {
+        "enforced_spend_limit_reached",
+        "contract_spend_limit_reached",
+        "linked_organization_spend_limit_reached",
+    }
+)
+_CUSTOM_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+# The API's own message is useful in logs and errors; a huge one is not.
+_MAX_MESSAGE_CHARS = 500
+
+BatchStatus = Literal["in_progress", "canceling", "ended"]
+_T = TypeVar("_T")
+
+log = structlog.get_logger(__name__)
+
+
+class InvalidBatchError(PermanentLLMError):
+    """A batch was refused before sending: empty, or a custom_id that is malformed or repeated."""
+
+
+class BatchNotEndedError(LLMError):
+    """Results were asked for a batch that is still processing; poll `batch_status` first."""
+
+
+@dataclass(frozen=True)
+class BatchItemFailure:
+    """A batch request that produced no message: `kind` is errored, canceled or expired."""
+
+    kind: str
+    message: str
+
+
+class AnthropicClient:
+    """`LLMClient` over the Anthropic Messages API (or any compatible endpoint).
+
+    `sleep` and `rng` are injectable so that tests observe the waits instead of sleeping them.
+    Close the client (or use it as a context manager) to release its connection pool.
+    """
+
+    def __init__(
+        self,
+        *,
+        api_key: str,
+        base_url: str | None = None,
+        timeout_seconds: float = 120.0,
+        max_attempts: int = 4,
+        sleep: Callable[[float], None] = time.sleep,
+        rng: random.Random | None = None,
+        max_wait_seconds: float = DEFAULT_MAX_WAIT_SECONDS,
+        initial_wait_seconds: float = 1.0,
+    ) -> None:
+        if not api_key:
+            raise PermanentLLMError("no API key was given")
+        if max_attempts < 1:
+            raise ValueError(f"max_attempts must be at least 1, got {max_attempts}")
+        if timeout_seconds <= 0:
+            raise ValueError(f"timeout_seconds must be positive, got {timeout_seconds}")
+        self._max_attempts = max_attempts
+        self._sleep = sleep
+        # Jitter needs no reproducibility in production; tests pass a seeded generator.
+        self._rng = rng if rng is not None else random.Random()  # noqa: S311 - jitter, not crypto
+        self._max_wait_seconds = max_wait_seconds
+        self._initial_wait_seconds = initial_wait_seconds
+        self._sdk = anthropic.Anthropic(
+            api_key=api_key,
+            base_url=base_url or DEFAULT_BASE_URL,
+            max_retries=0,
+            timeout=anthropic.Timeout(
+                timeout_seconds, connect=min(timeout_seconds, _CONNECT_TIMEOUT_SECONDS)
+            ),
+            open_telemetry={},
+        )
+
+    def close(self) -> None:
+        self._sdk.close()
+
+    def __enter__(self) -> AnthropicClient:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def call_tool(self, request: ToolRequest) -> ToolResult:
+        """Send one forced-tool request; see `LLMClient.call_tool`."""
+        params = message_params(request)
+        message = self._call("messages.create", lambda: self._sdk.messages.create(**params))
+        return _tool_result(message, request.tool.name, message._request_id)
+
+    def submit_batch(self, requests: Sequence[tuple[str, ToolRequest]]) -> str:
+        """Submit `(custom_id, request)` pairs as one Message Batch; return the batch id.
+
+        Raise InvalidBatchError, before anything is sent, if the batch is empty or a
+        custom_id is not 1-64 characters of [A-Za-z0-9_-] or appears twice.
+        """
+        _validate_custom_ids([custom_id for custom_id, _ in requests])
+        payload = [
+            {"custom_id": custom_id, "params": message_params(request)}
+            for custom_id, request in requests
+        ]
+        # The SDK types each entry as a TypedDict; message_params builds exactly that shape.
+        batch = self._call(
+            "batches.create",
+            lambda: self._sdk.messages.batches.create(requests=cast("Any", payload)),
+        )
+        return batch.id
+
+    def batch_status(self, batch_id: str) -> BatchStatus:
+        """Return the processing status of a batch: in_progress, canceling or ended."""
+        batch = self._call(
+            "batches.retrieve", lambda: self._sdk.messages.batches.retrieve(batch_id)
+        )
+        return batch.processing_status
+
+    def batch_results(self, batch_id: str) -> dict[str, ToolResult | BatchItemFailure]:
+        """Return each request's outcome by custom_id, in custom_id order.
+
+        A succeeded request gives a ToolResult (its `tool_input` taken from the first
+        `tool_use` block, since every request forced one tool); any other gives a
+        BatchItemFailure. Raise BatchNotEndedError if the batch is still processing.
+        """
+        status = self.batch_status(batch_id)
+        if status != "ended":
+            raise BatchNotEndedError(f"batch {batch_id} is {status}; its results are not ready")
+        return self._call("batches.results", lambda: self._read_results(batch_id))
+
+    def _read_results(self, batch_id: str) -> dict[str, ToolResult | BatchItemFailure]:
+        decoder = self._sdk.messages.batches.results(batch_id)
+        try:
+            outcomes = {item.custom_id: _batch_outcome(item) for item in decoder}
+        finally:
+            decoder.close()
+        return dict(sorted(outcomes.items()))
+
+    def _call(self, operation: str, action: Callable[[], _T]) -> _T:
+        """Run `action` under the retry policy; turn SDK errors into memoryd's LLM errors."""
+        attempts = 0
+
+        def attempt() -> _T:
+            nonlocal attempts
+            attempts += 1
+            return action()
+
+        retrying = Retrying(
+            retry=retry_if_exception(_is_retryable),
+            stop=stop_after_attempt(self._max_attempts),
+            wait=self._wait_seconds,
+            sleep=self._sleep,
+            before_sleep=lambda state: _log_retry(operation, state),
+            reraise=True,
+        )
+        try:
+            return retrying(attempt)
+        except anthropic.APIError as error:
+            translated = _translate(operation, error)
+            log.warning(
+                "llm.failed",
+                operation=operation,
+                attempts=attempts,
+                status=translated.status_code,
+                error=type(error).__name__,
+                error_code=translated.error_code,
+                request_id=translated.request_id,
+                transient=isinstance(translated, TransientLLMError),
+            )
+            raise translated from error
+
+    def _wait_seconds(self, state: RetryCallState) -> float:
+        error = state.outcome.exception() if state.outcome is not None else None
+        hinted = _retry_after_seconds(error)
+        if hinted is not None:
+            return min(hinted, self._max_wait_seconds)
+        ceiling = min(
+            self._max_wait_seconds, self._initial_wait_seconds * 2.0 ** (state.attempt_number - 1)
+        )
+        # Half jitter: spread clients out without ever retrying immediately.
+        return ceiling * self._rng.uniform(0.5, 1.0)
+
+
+def message_params(request: ToolRequest) -> dict[str, Any]:
+    """Return the Messages API parameters for `request`: forced tool, cached stable prefix."""
+    cache: dict[str, Any] = {"cache_control": {"type": "ephemeral"}} if request.cache_prefix else {}
+    params: dict[str, Any] = {
+        "model": request.model,
+        "max_tokens": request.max_tokens,
+        "tools": [
+            {
+                "name": request.tool.name,
+                "description": request.tool.description,
+                "input_schema": dict(request.tool.input_schema),
+                **cache,
+            }
+        ],
+        "tool_choice": {"type": "tool", "name": request.tool.name},
+        "messages": [{"role": "user", "content": request.user_content}],
+    }
+    # The API refuses an empty text block, so an empty system prompt is left out altogether.
+    if request.system:
+        params["system"] = [{"type": "text", "text": request.system, **cache}]
+    return params
+
+
+def _tool_result(message: Message, tool_name: str | None, request_id: str | None) -> ToolResult:
+    tool_input: dict[str, Any] | None = None
+    for block in message.content:
+        if isinstance(block, ToolUseBlock) and tool_name in {None, block.name}:
+            # A server that sent a non-object input gave no usable tool call either.
+            tool_input = dict(block.input) if isinstance(block.input, Mapping) else None
+            break
+    usage = message.usage
+    return ToolResult(
+        tool_input=tool_input,
+        stop_reason=message.stop_reason,
+        usage=Usage(
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            cache_creation_input_tokens=usage.cache_creation_input_tokens or 0,
+            cache_read_input_tokens=usage.cache_read_input_tokens or 0,
+        ),
+        model=message.model,
+        request_id=request_id,
+    )
+
+
+def _batch_outcome(item: MessageBatchIndividualResponse) -> ToolResult | BatchItemFailure:
+    result = item.result
+    if result.type == "succeeded":
+        return _tool_result(result.message, None, None)
+    if result.type == "errored":
+        error = result.error.error
+        return BatchItemFailure("errored", f"{error.type}: {_clip(error.message)}")
+    return BatchItemFailure(result.type, f"the request was {result.type} before it ran")
+
+
+def _validate_custom_ids(custom_ids: Sequence[str]) -> None:
+    if not custom_ids:
+        raise InvalidBatchError("a batch needs at least one request")
+    seen: set[str] = set()
+    for custom_id in custom_ids:
+        if not _CUSTOM_ID.match(custom_id):
+            raise InvalidBatchError(
+                f"custom_id {custom_id!r} must be 1-64 characters of A-Z, a-z, 0-9, '_' or '-'"
+            )
+        if custom_id in seen:
+            raise InvalidBatchError(f"custom_id {custom_id!r} appears twice in the batch")
+        seen.add(custom_id)
+
+
+def _is_spend_limit(error: anthropic.APIStatusError) -> bool:
+    return error.error_code in SPEND_LIMIT_CODES or error.status_code == _PAYMENT_REQUIRED
+
+
+def _is_transient_status(status: int) -> bool:
+    return status in _RETRYABLE_STATUSES or status >= _FIRST_SERVER_ERROR
+
+
+def _should_retry_header(error: anthropic.APIStatusError) -> bool | None:
+    value = error.response.headers.get("x-should-retry")
+    if value == "true":
+        return True
+    if value == "false":
+        return False
+    return None
+
+
+def _is_retryable(error: BaseException) -> bool:
+    if isinstance(error, anthropic.APIStatusError):
+        if _is_spend_limit(error):
+            return False
+        hint = _should_retry_header(error)
+        return hint if hint is not None else _is_transient_status(error.status_code)
+    # APITimeoutError is a kind of APIConnectionError.
+    return isinstance(error, anthropic.APIConnectionError)
+
+
+def _retry_after_seconds(error: BaseException | None) -> float | None:
+    """The server's requested wait, from `retry-after-ms` or `retry-after` in seconds.
+
+    An HTTP-date `retry-after` is ignored (reading it would need the clock); the backoff
+    applies instead. Negative, zero or unparsable values are ignored too.
+    """
+    if not isinstance(error, anthropic.APIStatusError):
+        return None
+    headers = error.response.headers
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        raw = headers.get(name)
+        if raw is None:
+            continue
+        try:
+            value = float(raw) * scale
+        except ValueError:
+            continue
+        if value > 0:
+            return value
+    return None
+
+
+def _log_retry(operation: str, state: RetryCallState) -> None:
+    error = state.outcome.exception() if state.outcome is not None else None
+    status_error = error if isinstance(error, anthropic.APIStatusError) else None
+    log.warning(
+        "llm.retry",
+        operation=operation,
+        attempt=state.attempt_number,
+        status=status_error.status_code if status_error else None,
+        error=type(error).__name__,
+        request_id=status_error.request_id if status_error else None,
+        wait_seconds=round(state.next_action.sleep, 3) if state.next_action else None,
+    )
+
+
+def _translate(operation: str, error: anthropic.APIError) -> LLMError:
+    if isinstance(error, anthropic.APIStatusError):
+        description = f"{operation} failed: HTTP {error.status_code}"
+        if error.type:
+            description += f" {error.type}"
+        if error.api_message:
+            description += f": {_clip(error.api_message)}"
+        if error.request_id:
+            description += f" (request {error.request_id})"
+        details: dict[str, Any] = {
+            "status_code": error.status_code,
+            "error_type": error.type,
+            "error_code": error.error_code,
+            "request_id": error.request_id,
+        }
+        if _is_spend_limit(error):
+            return SpendLimitError(description, **details)
+        if _should_retry_header(error) or _is_transient_status(error.status_code):
+            return TransientLLMError(description, **details)
+        return PermanentLLMError(description, **details)
+    if isinstance(error, anthropic.APIConnectionError):
+        return TransientLLMError(f"{operation} failed: {error.message}")
+    # An answer that does not parse as the API's schema: a broken or incompatible server.
+    return PermanentLLMError(f"{operation} failed: {_clip(str(error))}")
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= _MAX_MESSAGE_CHARS else text[:_MAX_MESSAGE_CHARS] + "..."

@@ -1,0 +1,149 @@
+"""The one small interface the pipeline calls an LLM through, and the errors it may raise.
+
+Every caller asks for exactly one thing: "send this stable prefix (system text and one tool
+definition) plus this variable user content, force the model to call the tool, and give me the
+tool's input". `LLMClient.call_tool` is that whole surface; the Anthropic adapter, the offline
+markers provider and the tests' fakes all implement it.
+
+Invariants:
+- `ToolResult.tool_input` is `None` exactly when the answer holds no `tool_use` block for the
+  requested tool; the caller decides whether that is an invalid answer.
+- Errors are typed by what the caller can do: `TransientLLMError` (also a
+  `memoryd.errors.TransientError`, exit 75) means "stop now, try again on a later run";
+  `PermanentLLMError` (exit 1) means "this call will not succeed as it stands";
+  `SpendLimitError` is transient for the day and is never retried within a run.
+- Error messages carry the status, the API's error type and message and the request id, never
+  the request content or the API key.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from memoryd.errors import MemorydError, TransientError
+from memoryd.llm.prices import Usage
+
+# The Messages API's rule for tool names.
+_TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+# Roughly four characters of English prose or code per token; text outside ASCII (accents,
+# CJK, emoji) tokenizes far more densely, so each such character is counted as a whole token.
+_ASCII_CHARS_PER_TOKEN = 4
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """One tool definition as the model sees it. `input_schema` is a JSON Schema object."""
+
+    name: str
+    description: str
+    input_schema: Mapping[str, Any]
+
+    def __post_init__(self) -> None:
+        # A bad name is a programming error, caught here rather than as an API 400 at 3 a.m.
+        if not _TOOL_NAME.match(self.name):
+            raise ValueError(f"tool name {self.name!r} must match {_TOOL_NAME.pattern}")
+        if self.input_schema.get("type") != "object":
+            raise ValueError(f"tool {self.name!r}: input_schema must have type 'object'")
+
+
+@dataclass(frozen=True)
+class ToolRequest:
+    """One forced-tool call: the stable prefix (`system`, `tool`) and the variable `user_content`.
+
+    `cache_prefix` marks the prefix for prompt caching; it is worth it whenever the same prefix
+    is sent again within a few minutes, which is the normal case for a heartbeat's chunks.
+    """
+
+    model: str
+    system: str
+    tool: ToolSpec
+    user_content: str
+    max_tokens: int
+    cache_prefix: bool = True
+
+    def __post_init__(self) -> None:
+        if self.max_tokens < 1:
+            raise ValueError(f"max_tokens must be at least 1, got {self.max_tokens}")
+        if not self.model:
+            raise ValueError("model must not be empty")
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """The model's answer to a `ToolRequest`.
+
+    `tool_input` is `None` when the answer has no `tool_use` block for the requested tool.
+    `request_id` is the API's id for the call (for logs and support), when the server gave one.
+    """
+
+    tool_input: dict[str, Any] | None
+    stop_reason: str | None
+    usage: Usage
+    model: str
+    request_id: str | None
+
+
+class LLMClient(Protocol):
+    """What the pipeline needs from an LLM: one forced tool call."""
+
+    def call_tool(self, request: ToolRequest) -> ToolResult:
+        """Send `request`, return the model's tool input.
+
+        Raise TransientLLMError when the call may succeed later (the service was unreachable,
+        overloaded or rate limited after all retries), SpendLimitError when a spend limit was
+        hit, and PermanentLLMError when it will not succeed as it stands.
+        """
+        ...
+
+
+class LLMError(MemorydError):
+    """A call to the LLM failed. Carries what the API said, never what was sent."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status_code: int | None = None,
+        error_type: str | None = None,
+        error_code: str | None = None,
+        request_id: str | None = None,
+    ) -> None:
+        self.status_code = status_code
+        self.error_type = error_type
+        self.error_code = error_code
+        self.request_id = request_id
+        super().__init__(message)
+
+
+class TransientLLMError(LLMError, TransientError):
+    """The LLM could not be reached or was overloaded after all retries; try on a later run."""
+
+    # Both parents define exit_code; spell out which one wins.
+    exit_code = TransientError.exit_code
+
+
+class PermanentLLMError(LLMError):
+    """The request was refused (bad key, bad request, unknown model): retrying will not help."""
+
+
+class SpendLimitError(TransientLLMError):
+    """The organization or workspace hit an API spend limit. Not retried; the run stops early."""
+
+
+def estimate_tokens(text: str) -> int:
+    """Return a cheap, offline, deliberately generous estimate of the tokens in `text`.
+
+    Used for dry runs and for cutting chunks, where overestimating is safe and a tokenizer
+    round trip is not worth it. An empty text is 0 tokens; any other text at least 1.
+    """
+    if not text:
+        return 0
+    # Encoding with errors ignored drops exactly the non-ASCII characters, at C speed.
+    ascii_count = len(text.encode("ascii", "ignore"))
+    non_ascii = len(text) - ascii_count
+    return math.ceil(ascii_count / _ASCII_CHARS_PER_TOKEN) + non_ascii
