@@ -1,0 +1,1 @@
+"""The heartbeat pipeline steps: chunking, context, extraction, heuristics, apply."""

@@ -1,0 +1,160 @@
+"""Cutting conversations into chunks: one conversation, one calendar day, a bounded size.
+
+A chunk is the unit of one LLM call (DESIGN §5). It never spans two conversations or two days
+(days in the configured time zone). A day longer than the token budget is split at turn
+boundaries, greedily from its start, so the same turns always give the same chunks; a single turn
+longer than the budget is split into pieces, each keeping the turn's provenance.
+
+Every chunk has a stable `key` (what it covers and what it says), used by the journal to recognise
+an answer already paid for and by the failure counter to recognise the same chunk next time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from datetime import date
+from zoneinfo import ZoneInfo
+
+from memoryd.sources.model import Conversation, Turn
+
+TokenEstimator = Callable[[str], int]
+
+
+def estimate_tokens(text: str) -> int:
+    """A cheap, offline token estimate: about four characters per token for English prose."""
+    return (len(text) + 3) // 4
+
+
+@dataclass(frozen=True)
+class Chunk:
+    agent: str
+    session_id: str
+    source_format: str
+    routine: str | None
+    day: date
+    part: int
+    turns: tuple[Turn, ...]
+    zone: ZoneInfo
+
+    @property
+    def has_dialogue(self) -> bool:
+        """Whether any user or assistant text is left (tool output alone is never sent)."""
+        return any(turn.role in ("user", "assistant") and turn.text.strip() for turn in self.turns)
+
+    @property
+    def files(self) -> tuple[str, ...]:
+        return tuple(sorted({turn.provenance.file for turn in self.turns}))
+
+    @property
+    def digest(self) -> str:
+        """sha256 of what the chunk says, turn by turn."""
+        hasher = hashlib.sha256()
+        for turn in self.turns:
+            hasher.update(f"{turn.role}\0{turn.timestamp.isoformat()}\0{turn.text}\0".encode())
+        return hasher.hexdigest()
+
+    @property
+    def key(self) -> str:
+        """A stable identity: agent, session, day, where the turns came from, and their digest."""
+        first, last = self.turns[0].provenance, self.turns[-1].provenance
+        where = f"{first.file}:{first.lines[0]}-{last.file}:{last.lines[1]}"
+        raw = f"{self.agent}\0{self.session_id}\0{self.day.isoformat()}\0{where}\0{self.digest}"
+        return hashlib.sha256(raw.encode()).hexdigest()[:32]
+
+    @property
+    def line_range(self) -> tuple[int, int]:
+        return self.turns[0].provenance.lines[0], self.turns[-1].provenance.lines[1]
+
+    def render(self) -> str:
+        """The transcript text as the model sees it: one block per turn, local times."""
+        return "\n\n".join(render_turn(turn, self.zone) for turn in self.turns)
+
+
+def render_turn(turn: Turn, zone: ZoneInfo) -> str:
+    time = turn.timestamp.astimezone(zone).strftime("%H:%M")
+    speaker = turn.role if turn.trusted else f"{turn.role} (untrusted output)"
+    if turn.sidechain:
+        speaker += ", subagent"
+    return f"[{time}] {speaker}:\n{turn.text}"
+
+
+def cut_chunks(
+    conversation: Conversation,
+    zone: ZoneInfo,
+    token_budget: int,
+    estimate: TokenEstimator = estimate_tokens,
+) -> list[Chunk]:
+    """Given a conversation, return its chunks in order. Days are dates in `zone`."""
+    chunks: list[Chunk] = []
+    for day, turns in _by_day(conversation.turns, zone):
+        pieces = [piece for turn in turns for piece in _split_turn(turn, token_budget, estimate)]
+        for part, group in enumerate(_pack(pieces, token_budget, estimate)):
+            chunks.append(
+                Chunk(
+                    agent=conversation.agent,
+                    session_id=conversation.session_id,
+                    source_format=conversation.source_format,
+                    routine=conversation.routine,
+                    day=day,
+                    part=part,
+                    turns=tuple(group),
+                    zone=zone,
+                )
+            )
+    return chunks
+
+
+def _by_day(turns: tuple[Turn, ...], zone: ZoneInfo) -> Iterator[tuple[date, list[Turn]]]:
+    current: date | None = None
+    group: list[Turn] = []
+    for turn in turns:
+        day = turn.timestamp.astimezone(zone).date()
+        if current is not None and day != current:
+            yield current, group
+            group = []
+        current = day
+        group.append(turn)
+    if current is not None and group:
+        yield current, group
+
+
+# Room for the turn's header line when it is rendered.
+_TURN_OVERHEAD = 12
+
+
+def _cost(turn: Turn, estimate: TokenEstimator) -> int:
+    return estimate(turn.text) + _TURN_OVERHEAD
+
+
+def _split_turn(turn: Turn, budget: int, estimate: TokenEstimator) -> list[Turn]:
+    if _cost(turn, estimate) <= budget:
+        return [turn]
+    # Split on line boundaries where possible, so pieces stay readable.
+    pieces: list[Turn] = []
+    limit = max(1, (budget - _TURN_OVERHEAD) * 4)
+    text = turn.text
+    while text:
+        if len(text) <= limit:
+            cut = len(text)
+        else:
+            newline = text.rfind("\n", 0, limit)
+            cut = newline + 1 if newline > limit // 2 else limit
+        pieces.append(replace(turn, text=text[:cut]))
+        text = text[cut:]
+    return pieces
+
+
+def _pack(turns: list[Turn], budget: int, estimate: TokenEstimator) -> Iterator[list[Turn]]:
+    group: list[Turn] = []
+    used = 0
+    for turn in turns:
+        cost = _cost(turn, estimate)
+        if group and used + cost > budget:
+            yield group
+            group, used = [], 0
+        group.append(turn)
+        used += cost
+    if group:
+        yield group
