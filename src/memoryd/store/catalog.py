@@ -1,0 +1,263 @@
+"""The entity catalogue: every entity in the store, found by ref, slug, name, alias or mention.
+
+`EntityCatalog.load` reads the tree once (active buckets and `life/archives/`); afterwards the
+catalogue is the single writer of entity folders within a transaction, so its in-memory view and
+the transaction stay in step. Invariants:
+
+- one slug namespace across kinds and across archived and active folders: a new entity never
+  gets a slug any folder in a bucket already uses; a clash is resolved with `-2`, `-3`, …;
+- resolution is exact name, then exact alias, then normalized name (`normalize_name`), each
+  step optionally restricted to one kind; ties go to active entities, then the smallest ref;
+- refs resolve whether or not the entity is archived; names and aliases are only ever added,
+  so the mention index grows in place and never needs a rebuild.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import replace
+from datetime import date
+
+from memoryd.store._mentions import MentionIndex
+from memoryd.store._text import one_line, words
+from memoryd.store.entities import (
+    ARCHIVES,
+    ITEMS_FILE,
+    KINDS,
+    LAYOUTS,
+    LIFE,
+    MAX_NAME_LENGTH,
+    METADATA_FILE,
+    SUMMARY_FILE,
+    Entity,
+    EntityKind,
+    InvalidEntityError,
+    check_kind,
+    check_status,
+    clean_name,
+    normalize_name,
+    parse_metadata,
+    render_metadata,
+)
+from memoryd.store.paths import MAX_SLUG_LENGTH, slugify
+from memoryd.store.transaction import FileTransaction
+
+_SLUG_SHAPE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+# Bucket folders nested inside the `areas` bucket are not area entities.
+_NESTED_BUCKETS = frozenset(
+    layout.bucket.split("/", 1)[1] for layout in LAYOUTS.values() if "/" in layout.bucket
+)
+
+
+class EntityCatalog:
+    """All entities of the store, with lookups and the operations that create or move them."""
+
+    def __init__(self, tx: FileTransaction) -> None:
+        """An empty catalogue over `tx`; use `EntityCatalog.load` to read the store's entities."""
+        self._tx = tx
+        self._by_ref: dict[str, Entity] = {}
+        self._by_slug: dict[str, Entity] = {}
+        self._taken: set[str] = set()
+        self._by_name: dict[str, set[str]] = {}
+        self._by_alias: dict[str, set[str]] = {}
+        self._by_normalized: dict[str, set[str]] = {}
+        self._mentions: MentionIndex[str] = MentionIndex()
+
+    @classmethod
+    def load(cls, tx: FileTransaction) -> EntityCatalog:
+        """Read every entity folder of the store (archives included).
+
+        A folder with `entity.json` gives its metadata; a folder with only `summary.md` or
+        `items.json` (made by hand) is taken as an active entity named after its summary heading
+        or its folder. Raise CorruptFileError if an `entity.json` does not parse.
+        """
+        catalog = cls(tx)
+        for archived in (False, True):
+            base = f"{LIFE}/{ARCHIVES}" if archived else LIFE
+            for kind in KINDS:
+                bucket = f"{base}/{LAYOUTS[kind].bucket}"
+                for name in tx.list_dir(bucket):
+                    if name.startswith(".") or (kind == "area" and name in _NESTED_BUCKETS):
+                        continue
+                    catalog._taken.add(name)
+                    if _SLUG_SHAPE.match(name):
+                        entity = catalog._read_folder(f"{bucket}/{name}", kind, name, archived)
+                        # A ref found both active and archived (a hand-made copy): active wins.
+                        if entity is not None and entity.ref not in catalog._by_ref:
+                            catalog._register(entity)
+        return catalog
+
+    def _read_folder(
+        self, folder: str, kind: EntityKind, slug: str, archived: bool
+    ) -> Entity | None:
+        metadata = self._tx.read_text(f"{folder}/{METADATA_FILE}")
+        if metadata is not None:
+            return parse_metadata(
+                f"{folder}/{METADATA_FILE}", metadata, kind=kind, slug=slug, archived=archived
+            )
+        summary = self._tx.read_text(f"{folder}/{SUMMARY_FILE}")
+        if summary is None and not self._tx.exists(f"{folder}/{ITEMS_FILE}"):
+            return None
+        heading = next(
+            (line[2:].strip() for line in (summary or "").splitlines() if line.startswith("# ")),
+            "",
+        )
+        name = heading if words(heading) and len(heading) <= MAX_NAME_LENGTH else slug
+        return Entity(name=name, kind=kind, slug=slug, archived=archived)
+
+    # --- lookups -------------------------------------------------------------------------------
+
+    def entities(self) -> list[Entity]:
+        """Every entity, sorted by ref."""
+        return [self._by_ref[ref] for ref in sorted(self._by_ref)]
+
+    def __len__(self) -> int:
+        return len(self._by_ref)
+
+    def by_ref(self, ref: str) -> Entity | None:
+        """The entity with `ref` (e.g. `people/jane-doe`), archived or not."""
+        return self._by_ref.get(ref)
+
+    def by_slug(self, slug: str) -> Entity | None:
+        """The entity whose folder is named `slug`, of whatever kind."""
+        return self._by_slug.get(slug)
+
+    def resolve(self, name: str, kind: str | None = None) -> Entity | None:
+        """Given a name as the LLM or a transcript spells it, return the entity it means, or None.
+
+        Tries the exact name, then the exact aliases, then the normalized name against every
+        name and alias; with `kind`, only entities of that kind count.
+        """
+        wanted_kind = check_kind(kind) if kind is not None else None
+        label = one_line(name)
+        for table, key in (
+            (self._by_name, label),
+            (self._by_alias, label),
+            (self._by_normalized, normalize_name(label)),
+        ):
+            candidates = [
+                self._by_ref[ref]
+                for ref in table.get(key, ())
+                if wanted_kind is None or self._by_ref[ref].kind == wanted_kind
+            ]
+            if candidates:
+                return min(candidates, key=lambda entity: (entity.archived, entity.ref))
+        return None
+
+    def mentioned_in(self, text: str) -> list[Entity]:
+        """Entities whose name, an alias or normalized name occurs in `text` as whole words
+        (case- and accent-insensitive), sorted by ref."""
+        return [self._by_ref[ref] for ref in sorted(self._mentions.find(text))]
+
+    # --- changes -------------------------------------------------------------------------------
+
+    def create(
+        self,
+        name: str,
+        kind: str,
+        aliases: Iterable[str] = (),
+        *,
+        today: date,
+        status: str = "active",
+    ) -> Entity:
+        """Create a new entity folder and return the entity.
+
+        Writes `entity.json`, an empty `items.json` and a placeholder `summary.md`. The slug is
+        computed from the name and made unique across the store. Does not look for an existing
+        entity first: call `resolve` for that. Raise InvalidEntityError for an unusable name,
+        kind or status.
+        """
+        checked_kind = check_kind(kind)
+        checked_status = check_status(status)
+        cleaned = clean_name(name)
+        entity = Entity(
+            name=cleaned,
+            kind=checked_kind,
+            slug=self._allocate_slug(cleaned),
+            status=checked_status,
+            aliases=_clean_aliases(aliases, cleaned),
+            created=today,
+            archived=checked_status != "active",
+        )
+        self._tx.write_text(entity.metadata_path, render_metadata(entity))
+        self._tx.write_text(entity.items_path, "[]\n")
+        self._tx.write_text(entity.summary_path, f"# {entity.name}\n")
+        self._taken.add(entity.slug)
+        self._register(entity)
+        return entity
+
+    def add_aliases(self, entity: Entity, aliases: Iterable[str]) -> Entity:
+        """Add `aliases` to the entity (unusable ones and the name itself are dropped) and return
+        the updated entity; writes `entity.json` only if something was added."""
+        current = self._current(entity)
+        merged = _clean_aliases((*current.aliases, *aliases), current.name)
+        if merged == current.aliases:
+            return current
+        updated = replace(current, aliases=merged)
+        self._tx.write_text(updated.metadata_path, render_metadata(updated))
+        self._register(updated)
+        return updated
+
+    def set_status(self, entity: Entity, status: str) -> Entity:
+        """Record the entity's lifecycle status and return the updated entity.
+
+        `completed` and `inactive` move the folder under `life/archives/` (same path below
+        `life/`), `active` moves it back; the ref is unchanged. Nothing is written when the
+        status is already the one given.
+        """
+        current = self._current(entity)
+        checked = check_status(status)
+        if checked == current.status and current.archived == (checked != "active"):
+            return current
+        updated = replace(current, status=checked, archived=checked != "active")
+        if updated.folder != current.folder:
+            self._tx.move_dir(current.folder, updated.folder)
+        self._tx.write_text(updated.metadata_path, render_metadata(updated))
+        self._register(updated)
+        return updated
+
+    # --- internals -----------------------------------------------------------------------------
+
+    def _current(self, entity: Entity) -> Entity:
+        current = self._by_ref.get(entity.ref)
+        if current is None:
+            raise InvalidEntityError(f"{entity.ref} is not an entity of this store")
+        return current
+
+    def _allocate_slug(self, name: str) -> str:
+        base = slugify(name)
+        candidate, number = base, 1
+        while candidate in self._taken:
+            number += 1
+            suffix = f"-{number}"
+            candidate = base[: MAX_SLUG_LENGTH - len(suffix)].rstrip("-") + suffix
+        return candidate
+
+    def _register(self, entity: Entity) -> None:
+        """Add or replace `entity` in every lookup table. Labels only grow, so nothing is
+        removed from the name tables when an entity is replaced by its updated self."""
+        holder = self._by_slug.get(entity.slug)
+        # Two hand-made folders of different kinds may share a slug; the first one read keeps it.
+        if holder is None or holder.ref == entity.ref:
+            self._by_slug[entity.slug] = entity
+        self._by_ref[entity.ref] = entity
+        self._by_name.setdefault(entity.name, set()).add(entity.ref)
+        for alias in entity.aliases:
+            self._by_alias.setdefault(alias, set()).add(entity.ref)
+        for label in entity.names:
+            self._by_normalized.setdefault(normalize_name(label), set()).add(entity.ref)
+            self._mentions.add(label, entity.ref)
+            self._mentions.add(normalize_name(label), entity.ref)
+
+
+def _clean_aliases(aliases: Iterable[str], name: str) -> tuple[str, ...]:
+    cleaned = set()
+    for alias in aliases:
+        try:
+            label = clean_name(alias)
+        except InvalidEntityError:
+            continue
+        if label != name:
+            cleaned.add(label)
+    return tuple(sorted(cleaned))
