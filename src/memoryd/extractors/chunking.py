@@ -17,14 +17,10 @@ from dataclasses import dataclass, replace
 from datetime import date
 from zoneinfo import ZoneInfo
 
+from memoryd.llm.base import estimate_tokens
 from memoryd.sources.model import Conversation, Turn
 
 TokenEstimator = Callable[[str], int]
-
-
-def estimate_tokens(text: str) -> int:
-    """A cheap, offline token estimate: about four characters per token for English prose."""
-    return (len(text) + 3) // 4
 
 
 @dataclass(frozen=True)
@@ -133,17 +129,28 @@ def _split_turn(turn: Turn, budget: int, estimate: TokenEstimator) -> list[Turn]
         return [turn]
     # Split on line boundaries where possible, so pieces stay readable.
     pieces: list[Turn] = []
-    limit = max(1, (budget - _TURN_OVERHEAD) * 4)
+    room = max(1, budget - _TURN_OVERHEAD)
     text = turn.text
     while text:
-        if len(text) <= limit:
-            cut = len(text)
-        else:
-            newline = text.rfind("\n", 0, limit)
-            cut = newline + 1 if newline > limit // 2 else limit
+        cut = _fitting_prefix(text, room, estimate)
         pieces.append(replace(turn, text=text[:cut]))
         text = text[cut:]
     return pieces
+
+
+def _fitting_prefix(text: str, room: int, estimate: TokenEstimator) -> int:
+    """Length of the longest prefix (ending at a line break where one is near) within `room`."""
+    if estimate(text) <= room:
+        return len(text)
+    low, high = 1, len(text)  # estimate(text[:low]) is assumed to fit: one character always does
+    while low < high:
+        middle = (low + high + 1) // 2
+        if estimate(text[:middle]) <= room:
+            low = middle
+        else:
+            high = middle - 1
+    newline = text.rfind("\n", 0, low)
+    return newline + 1 if newline > low // 2 else low
 
 
 def _pack(turns: list[Turn], budget: int, estimate: TokenEstimator) -> Iterator[list[Turn]]:
