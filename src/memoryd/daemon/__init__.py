@@ -1,0 +1,1 @@
+"""The daemon: scheduler, jobs, the single-writer lock and systemd notification."""
