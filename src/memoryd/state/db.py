@@ -1,0 +1,224 @@
+"""The connection to the state database: opening, schema migrations and transactions.
+
+Invariants:
+- The database runs in WAL mode with foreign keys on and a busy timeout, so the daemon's writer
+  and a reader such as `memoryd status` can use it at the same time.
+- `PRAGMA user_version` is the schema version; `open` migrates an older database in order, one
+  transaction per migration, and refuses a newer one (`StateVersionError`) without touching it.
+  `PRAGMA application_id` marks the file as memoryd's, so a stranger's database is refused too.
+- Writes that belong together run inside `with db.transaction():`. Transactions nest: an inner
+  one is a savepoint, rolled back alone if its block raises. The outermost one takes the write
+  lock up front (`BEGIN IMMEDIATE`), so two writers never deadlock upgrading a read lock.
+- Every sqlite3 error leaves this module as a `StateError` (`StateBusyError` when the database
+  stayed locked past the busy timeout).
+- The file holds cleaned transcript text, so it is created readable by its owner only.
+
+A connection belongs to the thread that opened it (sqlite3's default check): each job opens its
+own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from memoryd.state.errors import StateBusyError, StateCorruptError, StateError, StateVersionError
+from memoryd.state.schema import MIGRATIONS, Migration
+
+# "memd" in ASCII: marks the SQLite file as a memoryd state database.
+APPLICATION_ID = 0x6D656D64
+DEFAULT_BUSY_TIMEOUT_MS = 5_000
+# STRICT tables need SQLite 3.37.
+MINIMUM_SQLITE = (3, 37, 0)
+
+Parameters = Sequence[Any]
+
+
+def _translate(error: sqlite3.Error, path: Path) -> StateError:
+    message = str(error)
+    if isinstance(error, sqlite3.OperationalError) and "locked" in message:
+        return StateBusyError(f"{path}: the state database stayed locked ({message})")
+    if isinstance(error, sqlite3.DatabaseError) and "not a database" in message:
+        return StateCorruptError(path, message)
+    return StateError(f"{path}: {message}")
+
+
+class StateDB:
+    """An open state database. Create it with `StateDB.open`."""
+
+    def __init__(self, connection: sqlite3.Connection, path: Path) -> None:
+        self._connection = connection
+        self._path = path
+        self._depth = 0
+
+    @classmethod
+    def open(
+        cls,
+        path: Path,
+        *,
+        busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
+        migrations: Sequence[Migration] = MIGRATIONS,
+    ) -> StateDB:
+        """Open (creating if needed) the database at `path` and migrate it to the newest schema.
+
+        Raise StateVersionError if it was written by a newer memoryd, StateCorruptError if it is
+        not a memoryd state database, StateBusyError if another process keeps it locked.
+        """
+        if sqlite3.sqlite_version_info < MINIMUM_SQLITE:
+            raise StateError(
+                f"SQLite {sqlite3.sqlite_version} is too old; memoryd needs 3.37 or newer"
+            )
+        _create_private_file(path)
+        try:
+            connection = sqlite3.connect(path, isolation_level=None, timeout=busy_timeout_ms / 1000)
+        except sqlite3.Error as error:
+            raise _translate(error, path) from error
+        connection.row_factory = sqlite3.Row
+        db = cls(connection, path)
+        try:
+            db._configure(busy_timeout_ms)
+            db._migrate(migrations)
+        except BaseException:
+            connection.close()
+            raise
+        return db
+
+    @property
+    def path(self) -> Path:
+        return self._path
+
+    @property
+    def schema_version(self) -> int:
+        return int(self.scalar("PRAGMA user_version") or 0)
+
+    def close(self) -> None:
+        self._connection.close()
+
+    def __enter__(self) -> StateDB:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Run the block as one transaction (a savepoint when nested); roll back if it raises."""
+        if self._depth == 0:
+            begin, commit, rollback = "BEGIN IMMEDIATE", "COMMIT", "ROLLBACK"
+        else:
+            name = f"nested_{self._depth}"
+            begin, commit = f"SAVEPOINT {name}", f"RELEASE {name}"
+            # ROLLBACK TO keeps the savepoint open; releasing it afterwards closes it.
+            rollback = f"ROLLBACK TO {name}; RELEASE {name}"
+        self.execute(begin)
+        self._depth += 1
+        try:
+            yield
+        except BaseException:
+            self._depth -= 1
+            # SQLite may already have rolled back by itself (e.g. on a full disk).
+            if self._connection.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    for statement in rollback.split("; "):
+                        self._connection.execute(statement)
+            raise
+        self._depth -= 1
+        self.execute(commit)
+
+    @property
+    def in_transaction(self) -> bool:
+        return self._depth > 0
+
+    def execute(self, sql: str, parameters: Parameters = ()) -> sqlite3.Cursor:
+        try:
+            return self._connection.execute(sql, parameters)
+        except sqlite3.Error as error:
+            raise _translate(error, self._path) from error
+
+    def execute_many(self, sql: str, rows: Iterable[Parameters]) -> None:
+        try:
+            self._connection.executemany(sql, rows)
+        except sqlite3.Error as error:
+            raise _translate(error, self._path) from error
+
+    def query(self, sql: str, parameters: Parameters = ()) -> list[sqlite3.Row]:
+        try:
+            return self._connection.execute(sql, parameters).fetchall()
+        except sqlite3.Error as error:
+            raise _translate(error, self._path) from error
+
+    def query_one(self, sql: str, parameters: Parameters = ()) -> sqlite3.Row | None:
+        try:
+            row: sqlite3.Row | None = self._connection.execute(sql, parameters).fetchone()
+        except sqlite3.Error as error:
+            raise _translate(error, self._path) from error
+        return row
+
+    def scalar(self, sql: str, parameters: Parameters = ()) -> Any:
+        row = self.query_one(sql, parameters)
+        return None if row is None else row[0]
+
+    def _configure(self, busy_timeout_ms: int) -> None:
+        # busy_timeout first: switching to WAL needs a lock another process may hold.
+        self.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+        self._check_application_id()
+        mode = self.scalar("PRAGMA journal_mode = WAL")
+        if str(mode).lower() != "wal":
+            raise StateError(f"{self._path}: cannot switch the state database to WAL ({mode})")
+        # FULL: a recorded answer must survive a power loss, or it would be paid for again.
+        self.execute("PRAGMA synchronous = FULL")
+        self.execute("PRAGMA foreign_keys = ON")
+
+    def _check_application_id(self) -> None:
+        found = int(self.scalar("PRAGMA application_id") or 0)
+        if found not in (0, APPLICATION_ID):
+            raise StateCorruptError(
+                self._path, f"application id {found:#x} is not memoryd's {APPLICATION_ID:#x}"
+            )
+        if found == 0 and int(self.scalar("PRAGMA user_version") or 0) == 0:
+            has_tables = self.scalar("SELECT count(*) FROM sqlite_schema")
+            if has_tables:
+                raise StateCorruptError(self._path, "a SQLite database, but not memoryd's")
+
+    def _migrate(self, migrations: Sequence[Migration]) -> None:
+        supported = len(migrations)
+        for position, migration in enumerate(migrations, start=1):
+            if migration.version != position:
+                raise StateError(f"migration #{position} is numbered {migration.version}")
+        with self.transaction():
+            # Read the version under the write lock: another process may be migrating too.
+            current = self.schema_version
+            if current > supported:
+                raise StateVersionError(self._path, current, supported)
+        while (current := self.schema_version) < supported:
+            with self.transaction():
+                if self.schema_version != current:
+                    continue
+                for statement in migrations[current].statements:
+                    self.execute(statement)
+                self.execute(f"PRAGMA user_version = {current + 1}")
+                self.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+
+
+def _create_private_file(path: Path) -> None:
+    """Create the database file with owner-only permissions if it does not exist yet.
+
+    SQLite would create it with the umask's permissions; it gives the -wal and -shm files the
+    database file's own permissions, so creating this one right covers all three.
+    """
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        descriptor = os.open(path, os.O_CREAT | os.O_WRONLY, 0o600)
+    except OSError as error:
+        raise StateError(f"cannot create the state database {path}: {error}") from error
+    os.close(descriptor)

@@ -1,0 +1,78 @@
+"""`State`: the open state database with one accessor per concern, for the pipeline to hold.
+
+`State.open(path)` opens (creating and migrating) `<state dir>/state.db`; the caller passes the
+path, since finding the state directory reads the environment and belongs to the entry points.
+Concerns that must change together share `state.transaction()`, e.g. storing a chunk's answer
+and its usage in the ledger.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+
+from memoryd.state.cursors import Cursors
+from memoryd.state.db import DEFAULT_BUSY_TIMEOUT_MS, StateDB
+from memoryd.state.failures import Failures
+from memoryd.state.journal import Journal
+from memoryd.state.mentions import MentionIndex
+from memoryd.state.meta import Meta
+from memoryd.state.pending import PendingFacts
+from memoryd.state.rewrites import RewriteTracking
+from memoryd.state.runs import Runs
+from memoryd.state.usage import UsageLedger
+
+DATABASE_FILE_NAME = "state.db"
+
+
+@dataclass(frozen=True)
+class State:
+    db: StateDB
+    cursors: Cursors
+    mentions: MentionIndex
+    pending: PendingFacts
+    runs: Runs
+    journal: Journal
+    failures: Failures
+    usage: UsageLedger
+    rewrites: RewriteTracking
+    meta: Meta
+
+    @classmethod
+    def open(cls, path: Path, *, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> State:
+        """Open the state database at `path` (see `StateDB.open` for the errors raised)."""
+        db = StateDB.open(path, busy_timeout_ms=busy_timeout_ms)
+        return cls(
+            db=db,
+            cursors=Cursors(db),
+            mentions=MentionIndex(db),
+            pending=PendingFacts(db),
+            runs=Runs(db),
+            journal=Journal(db),
+            failures=Failures(db),
+            usage=UsageLedger(db),
+            rewrites=RewriteTracking(db),
+            meta=Meta(db),
+        )
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        with self.db.transaction():
+            yield
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> State:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()

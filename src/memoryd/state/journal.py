@@ -1,0 +1,241 @@
+"""The chunk journal that makes a heartbeat safe to kill at any moment (DESIGN §6 step 4).
+
+Each chunk, keyed by a chunk key the pipeline builds (agent, file, byte range, digest), moves
+through four states, each recorded before the step it guards:
+
+    planned    its plan (opaque JSON: file, byte range, ...) is known; the model is about to be
+               called. Nothing was paid yet.
+    answered   the validated answer and its usage are stored, before anything is applied: an
+               answer received is never paid for again.
+    applied    the writes about to be made (store-relative path + sha256 of the new content, and
+               of the old one when known) are stored before the files change, so the next run
+               can tell memoryd's own half-done writes from edits by others.
+    committed  the writes are in a git commit (or there was nothing to commit).
+
+Transitions only go forward (a chunk re-applied after a crash stays `applied` with new writes).
+`plan` never overwrites an answer: planning a chunk that already has one returns the existing
+record, so the caller reuses it. A later run asks `unfinished()` for what a killed run left
+answered or applied and finishes it.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal, cast
+
+from memoryd.llm.prices import Usage
+from memoryd.state._codec import (
+    canonical_json,
+    canonicalize_json_text,
+    instant_from_text,
+    instant_to_text,
+    optional_instant,
+)
+from memoryd.state.db import StateDB
+from memoryd.state.errors import JournalStateError
+
+ChunkState = Literal["planned", "answered", "applied", "committed"]
+
+
+@dataclass(frozen=True, order=True)
+class PlannedWrite:
+    """A file the apply step is about to write, by store-relative path and content digests."""
+
+    path: str
+    sha256: str | None  # of the new content; None when the file is to be deleted
+    previous_sha256: str | None = None  # of the content before; None when new or unknown
+
+
+@dataclass(frozen=True)
+class ChunkRecord:
+    chunk_key: str
+    state: ChunkState
+    run_id: str  # the run that last moved the chunk
+    plan_json: str
+    planned_at: datetime
+    answer_json: str | None = None
+    usage: Usage | None = None
+    model: str | None = None
+    answered_at: datetime | None = None
+    writes: tuple[PlannedWrite, ...] = ()
+    applied_at: datetime | None = None
+    committed_at: datetime | None = None
+    commit_sha: str | None = None
+
+
+def _usage_to_json(usage: Usage) -> str:
+    return canonical_json(
+        {
+            "input_tokens": usage.input_tokens,
+            "output_tokens": usage.output_tokens,
+            "cache_creation_input_tokens": usage.cache_creation_input_tokens,
+            "cache_read_input_tokens": usage.cache_read_input_tokens,
+        }
+    )
+
+
+def _usage_from_json(text: str | None) -> Usage | None:
+    return None if text is None else Usage(**json.loads(text))
+
+
+def _writes_to_json(writes: Iterable[PlannedWrite]) -> str:
+    return canonical_json(
+        [
+            {"path": w.path, "sha256": w.sha256, "previous_sha256": w.previous_sha256}
+            for w in sorted(set(writes))
+        ]
+    )
+
+
+def _writes_from_json(text: str | None) -> tuple[PlannedWrite, ...]:
+    if text is None:
+        return ()
+    return tuple(PlannedWrite(**item) for item in json.loads(text))
+
+
+def _chunk(row: sqlite3.Row) -> ChunkRecord:
+    return ChunkRecord(
+        chunk_key=row["chunk_key"],
+        state=cast(ChunkState, row["state"]),
+        run_id=row["run_id"],
+        plan_json=row["plan_json"],
+        planned_at=instant_from_text(row["planned_at"]),
+        answer_json=row["answer_json"],
+        usage=_usage_from_json(row["usage_json"]),
+        model=row["model"],
+        answered_at=optional_instant(row["answered_at"]),
+        writes=_writes_from_json(row["writes_json"]),
+        applied_at=optional_instant(row["applied_at"]),
+        committed_at=optional_instant(row["committed_at"]),
+        commit_sha=row["commit_sha"],
+    )
+
+
+class Journal:
+    def __init__(self, db: StateDB) -> None:
+        self._db = db
+
+    def get(self, chunk_key: str) -> ChunkRecord | None:
+        row = self._db.query_one("SELECT * FROM chunks WHERE chunk_key = ?", (chunk_key,))
+        return None if row is None else _chunk(row)
+
+    def plan(self, chunk_key: str, *, run_id: str, plan_json: str, at: datetime) -> ChunkRecord:
+        """Record that `run_id` is about to call the model for the chunk; return its record.
+
+        A chunk still only planned is re-planned by this run. A chunk with an answer is left as
+        it is and its record returned: the caller reuses the answer (or skips a committed chunk)
+        instead of calling the model. The run must have been started (`Runs.start`).
+        """
+        plan = canonicalize_json_text(plan_json, "the chunk plan")
+        with self._db.transaction():
+            self._db.execute(
+                "INSERT INTO chunks (chunk_key, state, run_id, plan_json, planned_at)"
+                " VALUES (?, 'planned', ?, ?, ?)"
+                " ON CONFLICT (chunk_key) DO UPDATE SET run_id = excluded.run_id,"
+                "   plan_json = excluded.plan_json, planned_at = excluded.planned_at"
+                " WHERE chunks.state = 'planned'",
+                (chunk_key, run_id, plan, instant_to_text(at)),
+            )
+            record = self.get(chunk_key)
+        assert record is not None  # noqa: S101 - inserted or kept just above
+        return record
+
+    def answered(self, chunk_key: str) -> ChunkRecord | None:
+        """Return the chunk's record if its answer was received (in any later state), else None."""
+        record = self.get(chunk_key)
+        return record if record is not None and record.answer_json is not None else None
+
+    def record_answer(
+        self, chunk_key: str, *, answer_json: str, usage: Usage, model: str, at: datetime
+    ) -> ChunkRecord:
+        """Store the validated answer of a planned chunk, before it is applied.
+
+        Raise JournalStateError unless the chunk is planned. Record the call in the usage
+        ledger in the same transaction (`with db.transaction():`) so that both or neither stay.
+        """
+        answer = canonicalize_json_text(answer_json, "the chunk answer")
+        return self._advance(
+            chunk_key,
+            wanted="answered",
+            allowed_from=("planned",),
+            assignments="answer_json = ?, usage_json = ?, model = ?, answered_at = ?",
+            values=(answer, _usage_to_json(usage), model, instant_to_text(at)),
+        )
+
+    def mark_applied(
+        self, chunk_key: str, *, run_id: str, writes: Sequence[PlannedWrite], at: datetime
+    ) -> ChunkRecord:
+        """Record the writes the apply step is about to make, before it makes them.
+
+        An answered chunk becomes applied; an applied one (a crashed apply being redone) gets
+        the new run and writes. Raise JournalStateError in any other state.
+        """
+        return self._advance(
+            chunk_key,
+            wanted="applied",
+            allowed_from=("answered", "applied"),
+            assignments="run_id = ?, writes_json = ?, applied_at = ?",
+            values=(run_id, _writes_to_json(writes), instant_to_text(at)),
+        )
+
+    def mark_committed(
+        self, chunk_keys: Iterable[str], *, commit_sha: str | None, at: datetime
+    ) -> None:
+        """Record that the applied chunks' writes are committed (`commit_sha` None: nothing
+        changed). All or none: raise JournalStateError if any chunk is not applied."""
+        with self._db.transaction():
+            for chunk_key in sorted(set(chunk_keys)):
+                self._advance(
+                    chunk_key,
+                    wanted="committed",
+                    allowed_from=("applied",),
+                    assignments="commit_sha = ?, committed_at = ?",
+                    values=(commit_sha, instant_to_text(at)),
+                )
+
+    def unfinished(self, *, exclude_run_id: str | None = None) -> list[ChunkRecord]:
+        """Chunks left answered or applied but not committed (by a killed run), in the order
+        they were planned; those last moved by `exclude_run_id` (the current run) left out."""
+        rows = self._db.query(
+            "SELECT * FROM chunks WHERE state IN ('answered', 'applied')"
+            " AND (? IS NULL OR run_id != ?) ORDER BY planned_at, chunk_key",
+            (exclude_run_id, exclude_run_id),
+        )
+        return [_chunk(row) for row in rows]
+
+    def prune_committed(self, before: datetime) -> int:
+        """Delete committed chunks committed before `before`; return how many.
+
+        Only safe for chunks whose cursors have advanced past them: a pruned chunk that is read
+        again would be extracted (and paid for) again.
+        """
+        cursor = self._db.execute(
+            "DELETE FROM chunks WHERE state = 'committed' AND committed_at < ?",
+            (instant_to_text(before),),
+        )
+        return cursor.rowcount
+
+    def _advance(
+        self,
+        chunk_key: str,
+        *,
+        wanted: ChunkState,
+        allowed_from: tuple[ChunkState, ...],
+        assignments: str,
+        values: tuple[object, ...],
+    ) -> ChunkRecord:
+        with self._db.transaction():
+            current = self._db.scalar("SELECT state FROM chunks WHERE chunk_key = ?", (chunk_key,))
+            if current not in allowed_from:
+                raise JournalStateError(chunk_key, current, wanted)
+            self._db.execute(
+                f"UPDATE chunks SET state = ?, {assignments} WHERE chunk_key = ?",  # noqa: S608 - assignments are constants of this module
+                (wanted, *values, chunk_key),
+            )
+            record = self.get(chunk_key)
+        assert record is not None  # noqa: S101 - the row exists: its state was just read
+        return record

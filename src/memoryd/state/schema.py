@@ -1,0 +1,154 @@
+"""The state database's schema, as an ordered list of migrations.
+
+Migration N takes a database at schema version N-1 to version N; `PRAGMA user_version` holds the
+version reached. Migrations are append-only: once released, a migration is never edited, because
+databases in the field have already run it. A new table or column is a new migration at the end.
+Each migration runs in its own transaction together with the version bump, so a crash leaves the
+database at the previous version or the next one, never between.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    description: str
+    statements: tuple[str, ...]
+
+
+_CREATE_V1 = (
+    # Key/value odds and ends: last heartbeat summary, the day budget.exhausted was logged, ...
+    """CREATE TABLE meta (
+        key TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+    ) STRICT""",
+    # Readers' per-file cursors: opaque JSON owned by the readers.
+    """CREATE TABLE cursors (
+        agent TEXT NOT NULL,
+        source_key TEXT NOT NULL,
+        file_path TEXT NOT NULL,
+        cursor_json TEXT NOT NULL,
+        PRIMARY KEY (agent, source_key, file_path)
+    ) STRICT""",
+    # The cleaned text of every conversation-day read so far (DESIGN §1.2), and its index.
+    """CREATE TABLE conversation_days (
+        id INTEGER PRIMARY KEY,
+        agent TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        day TEXT NOT NULL,
+        text TEXT NOT NULL,
+        UNIQUE (agent, session_id, day)
+    ) STRICT""",
+    # External-content FTS5: the text lives once, in conversation_days; the triggers below keep
+    # the index in step. Diacritics are folded so the index finds a superset of the candidates;
+    # the exact whole-word check happens afterwards on the candidates' text.
+    """CREATE VIRTUAL TABLE conversation_days_fts USING fts5(
+        text,
+        content='conversation_days',
+        content_rowid='id',
+        tokenize='unicode61 remove_diacritics 2'
+    )""",
+    """CREATE TRIGGER conversation_days_after_insert AFTER INSERT ON conversation_days BEGIN
+        INSERT INTO conversation_days_fts (rowid, text) VALUES (new.id, new.text);
+    END""",
+    """CREATE TRIGGER conversation_days_after_delete AFTER DELETE ON conversation_days BEGIN
+        INSERT INTO conversation_days_fts (conversation_days_fts, rowid, text)
+            VALUES ('delete', old.id, old.text);
+    END""",
+    """CREATE TRIGGER conversation_days_after_update AFTER UPDATE ON conversation_days BEGIN
+        INSERT INTO conversation_days_fts (conversation_days_fts, rowid, text)
+            VALUES ('delete', old.id, old.text);
+        INSERT INTO conversation_days_fts (rowid, text) VALUES (new.id, new.text);
+    END""",
+    # Facts of entities that have not qualified yet (DESIGN §1.2).
+    """CREATE TABLE pending_facts (
+        id INTEGER PRIMARY KEY,
+        entity_name TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        entity_key TEXT NOT NULL,
+        fact_json TEXT NOT NULL,
+        fact_digest TEXT NOT NULL,
+        conversation_date TEXT NOT NULL,
+        source_json TEXT NOT NULL,
+        UNIQUE (kind, entity_key, fact_digest)
+    ) STRICT""",
+    "CREATE INDEX pending_facts_by_key ON pending_facts (entity_key)",
+    # Run history of every job.
+    """CREATE TABLE runs (
+        run_id TEXT PRIMARY KEY,
+        job TEXT NOT NULL,
+        started_at TEXT NOT NULL,
+        finished_at TEXT,
+        outcome TEXT,
+        commit_sha TEXT,
+        counters_json TEXT
+    ) STRICT""",
+    "CREATE INDEX runs_by_job_and_start ON runs (job, started_at)",
+    # The chunk journal (DESIGN §6 step 4): planned -> answered -> applied -> committed.
+    """CREATE TABLE chunks (
+        chunk_key TEXT PRIMARY KEY,
+        state TEXT NOT NULL
+            CHECK (state IN ('planned', 'answered', 'applied', 'committed')),
+        run_id TEXT NOT NULL REFERENCES runs (run_id),
+        plan_json TEXT NOT NULL,
+        planned_at TEXT NOT NULL,
+        answer_json TEXT,
+        usage_json TEXT,
+        model TEXT,
+        answered_at TEXT,
+        writes_json TEXT,
+        applied_at TEXT,
+        committed_at TEXT,
+        commit_sha TEXT
+    ) STRICT""",
+    "CREATE INDEX chunks_by_state ON chunks (state)",
+    # Failures per chunk, counted once per heartbeat; quarantine at a threshold.
+    """CREATE TABLE chunk_failures (
+        chunk_key TEXT PRIMARY KEY,
+        failures INTEGER NOT NULL,
+        last_error TEXT NOT NULL,
+        last_run_id TEXT NOT NULL,
+        last_failed_at TEXT NOT NULL,
+        plan_json TEXT NOT NULL,
+        quarantined_at TEXT,
+        requeued_at TEXT
+    ) STRICT""",
+    # The usage ledger: one row per LLM call.
+    """CREATE TABLE usage (
+        id INTEGER PRIMARY KEY,
+        at TEXT NOT NULL,
+        model TEXT NOT NULL,
+        input_tokens INTEGER NOT NULL,
+        output_tokens INTEGER NOT NULL,
+        cache_write_tokens INTEGER NOT NULL,
+        cache_read_tokens INTEGER NOT NULL,
+        cost_usd REAL NOT NULL,
+        job TEXT NOT NULL,
+        batch INTEGER NOT NULL CHECK (batch IN (0, 1)),
+        run_id TEXT
+    ) STRICT""",
+    "CREATE INDEX usage_by_time ON usage (at)",
+    # Rewrite tracking (issue 5): per entity, and the one pending Message Batch.
+    """CREATE TABLE entity_rewrites (
+        ref TEXT PRIMARY KEY,
+        rewritten_at TEXT NOT NULL,
+        digest TEXT NOT NULL,
+        next_tier_change TEXT
+    ) STRICT""",
+    "CREATE INDEX entity_rewrites_by_next_change ON entity_rewrites (next_tier_change)",
+    """CREATE TABLE rewrite_batches (
+        batch_id TEXT PRIMARY KEY,
+        submitted_at TEXT NOT NULL
+    ) STRICT""",
+    """CREATE TABLE rewrite_batch_requests (
+        batch_id TEXT NOT NULL REFERENCES rewrite_batches (batch_id) ON DELETE CASCADE,
+        custom_id TEXT NOT NULL,
+        ref TEXT NOT NULL,
+        PRIMARY KEY (batch_id, custom_id)
+    ) STRICT""",
+)
+
+MIGRATIONS: tuple[Migration, ...] = (Migration(1, "initial schema", _CREATE_V1),)
