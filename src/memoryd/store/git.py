@@ -1,0 +1,444 @@
+"""The git adapter: the only module that imports GitPython.
+
+The store is a git work tree, or a folder inside a larger repository. Everything here is scoped
+to the store folder: memoryd stages and commits only paths inside it, and a commit never carries
+changes staged elsewhere in the repository (`git commit --only` builds the commit from HEAD plus
+the named paths, leaving the rest of the index as it was).
+
+Invariants:
+- a repository is opened per operation (`with Repo(...)`) and closed, because GitPython leaks
+  `git cat-file` processes and mapped pack files otherwise; only the git command line is used,
+  never GitPython's object database, so no long-lived helper process is ever started;
+- author and committer are always the configured identity, and commit dates come from the
+  injected clock: every `GIT_AUTHOR_*` / `GIT_COMMITTER_*` variable is set explicitly, so nothing
+  inherited from the process environment can override them;
+- the repository location is passed explicitly (`GIT_DIR`, `GIT_WORK_TREE`, `GIT_INDEX_FILE`), so
+  inherited variables cannot point git at another repository; git never prompts; hooks and
+  commit signing are switched off through `GIT_CONFIG_*` (a daemon has no one to answer them);
+- a commit with nothing in it is never made (`commit` returns None).
+
+A stale `index.lock` (a crashed git left it) blocks every index write. Before writing, the lock is
+inspected: it is *held* when some process has it open (a scan of `/proc/*/fd`) or a `git`
+process other than a read-only `cat-file` helper runs inside the repository (`/proc/*/cwd`).
+Processes of other users are invisible to that scan; memoryd runs git under its own single-writer
+lock, so those are not expected. Without `/proc` the lock always counts as held. An unheld lock
+older than the threshold is removed (logged as `store.stale_lock_removed`); otherwise memoryd
+waits, polling, for a bounded time, and then raises GitError.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path, PurePosixPath
+from typing import BinaryIO
+
+import structlog
+from git import Repo
+from git.cmd import Git
+from git.exc import GitCommandError, InvalidGitRepositoryError, NoSuchPathError
+
+from memoryd.errors import GitError
+
+log = structlog.get_logger(__name__)
+
+DEFAULT_BRANCH = "main"
+# Settings forced on every git command through GIT_CONFIG_COUNT/KEY/VALUE (git >= 2.31); these
+# take precedence over every config file.
+_FORCED_CONFIG = (
+    ("core.hooksPath", os.devnull),
+    ("commit.gpgSign", "false"),
+    ("core.quotePath", "false"),
+)
+
+
+@dataclass(frozen=True)
+class GitIdentity:
+    """Who memoryd's commits are by (config `git.author_name` / `git.author_email`)."""
+
+    name: str
+    email: str
+
+
+@dataclass(frozen=True)
+class StoreStatus:
+    """Uncommitted changes under the store folder, as sorted store-relative POSIX paths.
+
+    `modified` includes files staged as added; renames show as a deletion plus an untracked file.
+    """
+
+    modified: tuple[str, ...] = ()
+    untracked: tuple[str, ...] = ()
+    deleted: tuple[str, ...] = ()
+
+    @property
+    def clean(self) -> bool:
+        return not (self.modified or self.untracked or self.deleted)
+
+
+def find_work_tree(path: Path) -> Path | None:
+    """Return the root of the git work tree containing `path`, or None if there is none."""
+    try:
+        with Repo(path, search_parent_directories=True) as repo:
+            root = repo.working_tree_dir
+    except (InvalidGitRepositoryError, NoSuchPathError):
+        return None
+    return Path(root).resolve() if root is not None else None
+
+
+class GitStore:
+    """Git operations on one store folder. Cheap to build; holds no open repository."""
+
+    def __init__(
+        self,
+        store_root: Path,
+        identity: GitIdentity,
+        clock: Callable[[], datetime],
+        *,
+        stale_lock_after: timedelta = timedelta(minutes=10),
+        lock_timeout_seconds: float = 30.0,
+        lock_poll_seconds: float = 0.25,
+        command_timeout_seconds: float | None = 60.0,
+        sleep: Callable[[float], None] = time.sleep,
+        proc_root: Path = Path("/proc"),
+    ) -> None:
+        self.store_root = store_root.resolve()
+        self.identity = identity
+        self._clock = clock
+        self._stale_lock_after = stale_lock_after
+        self._lock_timeout = lock_timeout_seconds
+        self._lock_poll = lock_poll_seconds
+        self._command_timeout = command_timeout_seconds
+        self._sleep = sleep
+        self._proc_root = proc_root
+
+    # -- repository discovery -------------------------------------------------------------
+
+    def work_tree_root(self) -> Path | None:
+        """The root of the work tree the store lives in, or None when it is in none."""
+        return find_work_tree(self.store_root)
+
+    def init(self, initial_branch: str = DEFAULT_BRANCH) -> bool:
+        """Make the store a git work tree unless it already lies inside one.
+
+        Return True when a repository was created. The initial branch is named explicitly so
+        the result does not depend on the machine's `init.defaultBranch`.
+        """
+        if self.work_tree_root() is not None:
+            return False
+        self.store_root.mkdir(parents=True, exist_ok=True)
+        git_dir = self.store_root / ".git"
+        env = self._environment(git_dir, self.store_root)
+        try:
+            Git(str(self.store_root)).execute(
+                ["git", "init", "--quiet", f"--initial-branch={initial_branch}"],
+                env=env,
+                kill_after_timeout=self._command_timeout,
+            )
+        except GitCommandError as error:
+            raise GitError(f"git init in {self.store_root} failed: {_stderr(error)}") from error
+        log.info("store.git_initialized", path=str(self.store_root), branch=initial_branch)
+        return True
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def head(self) -> str | None:
+        """The sha of the current commit, or None on an unborn branch."""
+        with self._open() as session:
+            return session.head()
+
+    def status(self) -> StoreStatus:
+        """Uncommitted changes under the store folder (ignored files are not listed)."""
+        with self._open() as session:
+            output = session.run(
+                "status",
+                "--porcelain=v1",
+                "-z",
+                "--untracked-files=all",
+                "--no-renames",
+                "--",
+                *session.store_pathspec(),
+                optional_locks=False,
+            )
+            modified: list[str] = []
+            untracked: list[str] = []
+            deleted: list[str] = []
+            for record in output.split("\0"):
+                if len(record) < 4:
+                    continue
+                code, path = record[:2], record[3:]
+                relative = session.to_store_relative(path)
+                if relative is None:
+                    continue
+                if code == "??":
+                    untracked.append(relative)
+                elif "D" in code:
+                    deleted.append(relative)
+                else:
+                    modified.append(relative)
+            return StoreStatus(
+                tuple(sorted(modified)), tuple(sorted(untracked)), tuple(sorted(deleted))
+            )
+
+    # -- writing ----------------------------------------------------------------------------
+
+    def commit(self, paths: Iterable[str], message: str) -> str | None:
+        """Commit exactly the given store-relative paths (files or folders) as they are on disk.
+
+        Deleted paths are committed as deletions, so a folder moved on disk and committed under
+        both its old and new path is recorded as a rename. Changes staged outside these paths,
+        inside or outside the store, are left staged and uncommitted. Return the new commit's
+        sha, or None when the paths hold no change against HEAD. Raise GitError on failure.
+        """
+        relative = sorted({_checked_relative(p) for p in paths})
+        if not relative:
+            return None
+        with self._open() as session:
+            session.clear_index_lock()
+            pathspecs = [session.to_repo_relative(p) for p in relative]
+            known = session.tracked(pathspecs)
+            stageable = [
+                spec
+                for spec in pathspecs
+                if os.path.lexists(session.work_tree / spec)
+                or any(k == spec or k.startswith(spec + "/") for k in known)
+            ]
+            if not stageable:
+                return None
+            session.run_with_pathspecs(["add", "--all"], stageable)
+            changed = session.staged_changes(stageable)
+            if not changed:
+                return None
+            session.run_with_pathspecs(
+                ["commit", "--quiet", "--no-verify", "--only", "-m", message], changed
+            )
+            sha = session.head()
+        log.info("store.committed", commit=sha, paths=len(changed))
+        return sha
+
+    # -- internals --------------------------------------------------------------------------
+
+    @contextmanager
+    def _open(self) -> Iterator[_Session]:
+        try:
+            repo = Repo(self.store_root, search_parent_directories=True)
+        except (InvalidGitRepositoryError, NoSuchPathError) as error:
+            raise GitError(f"{self.store_root} is not inside a git work tree") from error
+        with repo:
+            if repo.working_tree_dir is None:
+                raise GitError(f"{self.store_root} is inside a bare repository")
+            work_tree = Path(repo.working_tree_dir).resolve()
+            git_dir = Path(repo.git_dir).resolve()
+            repo.git.update_environment(**self._environment(git_dir, work_tree))
+            yield _Session(self, repo, work_tree, git_dir)
+
+    def _environment(self, git_dir: Path, work_tree: Path) -> dict[str, str]:
+        when = self._clock().astimezone(UTC)
+        stamp = f"@{int(when.timestamp())} +0000"
+        environment = {
+            "GIT_DIR": str(git_dir),
+            "GIT_WORK_TREE": str(work_tree),
+            "GIT_INDEX_FILE": str(git_dir / "index"),
+            "GIT_TERMINAL_PROMPT": "0",
+            "GIT_LITERAL_PATHSPECS": "1",
+            "GIT_AUTHOR_NAME": self.identity.name,
+            "GIT_AUTHOR_EMAIL": self.identity.email,
+            "GIT_AUTHOR_DATE": stamp,
+            "GIT_COMMITTER_NAME": self.identity.name,
+            "GIT_COMMITTER_EMAIL": self.identity.email,
+            "GIT_COMMITTER_DATE": stamp,
+            "GIT_CONFIG_COUNT": str(len(_FORCED_CONFIG)),
+        }
+        for index, (key, value) in enumerate(_FORCED_CONFIG):
+            environment[f"GIT_CONFIG_KEY_{index}"] = key
+            environment[f"GIT_CONFIG_VALUE_{index}"] = value
+        return environment
+
+
+class _Session:
+    """One open repository, for the length of one GitStore operation."""
+
+    def __init__(self, owner: GitStore, repo: Repo, work_tree: Path, git_dir: Path) -> None:
+        self.owner = owner
+        self.repo = repo
+        self.work_tree = work_tree
+        self.git_dir = git_dir
+        try:
+            prefix = owner.store_root.relative_to(work_tree).as_posix()
+        except ValueError as error:
+            raise GitError(f"{owner.store_root} is not inside {work_tree}") from error
+        self.prefix = "" if prefix == "." else prefix
+
+    def run(self, *args: str, optional_locks: bool = True, stdin: BinaryIO | None = None) -> str:
+        command = ["git", *args]
+        extra = {} if optional_locks else {"GIT_OPTIONAL_LOCKS": "0"}
+        try:
+            output = self.repo.git.execute(
+                command,
+                env=extra,
+                istream=stdin,
+                kill_after_timeout=self.owner._command_timeout,
+                strip_newline_in_stdout=False,
+            )
+        except GitCommandError as error:
+            raise GitError(f"git {args[0]} failed: {_stderr(error)}") from error
+        return str(output)
+
+    def run_with_pathspecs(
+        self, arguments: list[str], pathspecs: list[str], *, optional_locks: bool = True
+    ) -> str:
+        """Run git with pathspecs fed through stdin: no argument-length limit, and with
+        GIT_LITERAL_PATHSPECS no character in a file name is taken as a pattern."""
+        with _nul_file(pathspecs) as handle:
+            return self.run(
+                *arguments,
+                "--pathspec-from-file=-",
+                "--pathspec-file-nul",
+                optional_locks=optional_locks,
+                stdin=handle,
+            )
+
+    def head(self) -> str | None:
+        try:
+            return self.run("rev-parse", "--verify", "--quiet", "HEAD^{commit}").strip() or None
+        except GitError:
+            return None
+
+    def store_pathspec(self) -> list[str]:
+        return [self.prefix] if self.prefix else []
+
+    def to_repo_relative(self, store_relative: str) -> str:
+        return f"{self.prefix}/{store_relative}" if self.prefix else store_relative
+
+    def to_store_relative(self, repo_relative: str) -> str | None:
+        if not self.prefix:
+            return repo_relative
+        if repo_relative.startswith(self.prefix + "/"):
+            return repo_relative[len(self.prefix) + 1 :]
+        return None
+
+    def tracked(self, pathspecs: list[str]) -> set[str]:
+        """Index entries at or below the given repo-relative pathspecs."""
+        output = self.run("ls-files", "--cached", "-z", "--", *self.store_pathspec())
+        return _under({entry for entry in output.split("\0") if entry}, pathspecs)
+
+    def staged_changes(self, pathspecs: list[str]) -> list[str]:
+        """Files at or below the pathspecs whose staged content differs from HEAD."""
+        if self.head() is None:
+            return sorted(self.tracked(pathspecs))
+        output = self.run(
+            "diff", "--cached", "--name-only", "-z", "--no-renames", "HEAD",
+            "--", *self.store_pathspec(),
+        )  # fmt: skip
+        return sorted(_under({entry for entry in output.split("\0") if entry}, pathspecs))
+
+    def clear_index_lock(self) -> None:
+        """Remove a stale index.lock, wait for a live one, or raise GitError."""
+        lock = self.git_dir / "index.lock"
+        polls = max(1, int(self.owner._lock_timeout / self.owner._lock_poll))
+        for attempt in range(polls + 1):
+            try:
+                modified = datetime.fromtimestamp(lock.lstat().st_mtime, UTC)
+            except FileNotFoundError:
+                return
+            age = self.owner._clock() - modified
+            if age > self.owner._stale_lock_after and not lock_is_held(
+                lock, (self.work_tree, self.git_dir), self.owner._proc_root
+            ):
+                lock.unlink(missing_ok=True)
+                log.warning(
+                    "store.stale_lock_removed", lock=str(lock), age_seconds=int(age.total_seconds())
+                )
+                return
+            if attempt < polls:
+                self.owner._sleep(self.owner._lock_poll)
+        raise GitError(
+            f"{lock} is still present after {self.owner._lock_timeout:g} s: another git process "
+            "is working in this repository, or it crashed recently; remove the file if no git "
+            "process is running"
+        )
+
+
+def lock_is_held(lock: Path, repository_dirs: tuple[Path, ...], proc_root: Path) -> bool:
+    """Whether some live process may own `lock`; True when that cannot be determined."""
+    if not proc_root.is_dir():
+        return True
+    target = str(lock)
+    for process in proc_root.iterdir():
+        if not process.name.isdigit():
+            continue
+        if _has_open(process, target) or _is_git_inside(process, repository_dirs):
+            return True
+    return False
+
+
+def _has_open(process: Path, target: str) -> bool:
+    try:
+        descriptors = list((process / "fd").iterdir())
+    except OSError:  # gone, or another user's process
+        return False
+    for descriptor in descriptors:
+        try:
+            if os.readlink(descriptor) == target:
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def _is_git_inside(process: Path, repository_dirs: tuple[Path, ...]) -> bool:
+    try:
+        if not (process / "comm").read_text().startswith("git"):
+            return False
+        arguments = (process / "cmdline").read_bytes().split(b"\0")
+        cwd = Path(os.readlink(process / "cwd"))
+    except OSError:
+        return False
+    # The `cat-file --batch` helpers GitPython keeps alive only read objects; they never lock.
+    if b"cat-file" in arguments:
+        return False
+    return any(cwd == directory or directory in cwd.parents for directory in repository_dirs)
+
+
+def _under(entries: set[str], pathspecs: list[str]) -> set[str]:
+    """The entries equal to, or inside a folder named by, one of the pathspecs."""
+    wanted = set(pathspecs)
+    return {
+        entry
+        for entry in entries
+        if entry in wanted
+        or any(
+            "/".join(entry.split("/")[:depth]) in wanted for depth in range(1, entry.count("/") + 1)
+        )
+    }
+
+
+def _checked_relative(path: str) -> str:
+    pure = PurePosixPath(path)
+    if pure.is_absolute() or not pure.parts or any(p in ("..", ".", "") for p in pure.parts):
+        raise GitError(f"refusing to commit {path!r}: not a plain path inside the store")
+    if pure.parts[0] == ".git":
+        raise GitError(f"refusing to commit {path!r}: inside .git")
+    return pure.as_posix()
+
+
+@contextmanager
+def _nul_file(entries: list[str]) -> Iterator[BinaryIO]:
+    """A NUL-separated list in an anonymous file, to feed git through stdin."""
+    with tempfile.TemporaryFile() as handle:
+        handle.write(b"".join(entry.encode("utf-8") + b"\0" for entry in entries))
+        handle.flush()
+        handle.seek(0)
+        yield handle
+
+
+def _stderr(error: GitCommandError) -> str:
+    stderr = error.stderr if isinstance(error.stderr, str) else repr(error.stderr)
+    text = stderr.strip().removeprefix("stderr:").strip().strip("'").strip()
+    # git's usage dumps are long; the first lines say what went wrong.
+    return "; ".join(text.splitlines()[:3]) or str(error)
