@@ -1,0 +1,53 @@
+"""The tacit file (config `store.tacit_file`, default `MEMORY.md`): how the user operates.
+
+A Markdown file with a header and one bullet per piece of tacit knowledge (a preference, a
+working style, a rule). memoryd only appends: each new line becomes a bullet at the end, unless
+an existing bullet already says the same (compared with `normalize_statement`). What a person
+wrote in the file is never rewritten; a file without a top heading gets the header prepended.
+Bringing the file back under its bound is the weekly rewrite's job, not this module's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Final
+
+from memoryd.store._markdown import bullet_text
+from memoryd.store._text import normalize_statement, one_line, words
+from memoryd.store.transaction import FileTransaction
+
+HEADER: Final = (
+    "# Tacit knowledge\n"
+    "\n"
+    "How the user operates: preferences, working style, rules. Filed by memoryd; edit freely.\n"
+)
+
+
+def add_tacit(tx: FileTransaction, relative: str, statements: Iterable[str]) -> list[str]:
+    """Append each statement as a bullet to the tacit file at `relative` (created with its
+    header if absent), skipping ones already there; return the bullets' texts that were added."""
+    existing = tx.read_text(relative)
+    text = existing if existing is not None else HEADER
+    if not any(line.startswith("# ") for line in text.splitlines()[:1]):
+        text = HEADER + "\n" + text
+    seen = {
+        normalize_statement(bullet)
+        for bullet in map(bullet_text, text.splitlines())
+        if bullet is not None
+    }
+    added: list[str] = []
+    for statement in statements:
+        cleaned = one_line(statement)
+        cleaned = one_line(bullet_text(cleaned) or cleaned)
+        key = normalize_statement(cleaned)
+        if words(cleaned) and key not in seen:
+            seen.add(key)
+            added.append(cleaned)
+    if not added:
+        return []
+    text = text.rstrip("\n") + "\n"
+    last = text.rstrip("\n").splitlines()[-1]
+    if bullet_text(last) is None:
+        text += "\n"  # a list right after a paragraph or heading needs a blank line
+    tx.write_text(relative, text + "".join(f"- {line}\n" for line in added))
+    return added
