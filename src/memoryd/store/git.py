@@ -10,8 +10,8 @@ Invariants:
   `git cat-file` processes and mapped pack files otherwise; only the git command line is used,
   never GitPython's object database, so no long-lived helper process is ever started;
 - author and committer are always the configured identity, and commit dates come from the
-  injected clock: every `GIT_AUTHOR_*` / `GIT_COMMITTER_*` variable is set explicitly, so nothing
-  inherited from the process environment can override them;
+  injected clock (or git's own when none is given): every `GIT_AUTHOR_*` / `GIT_COMMITTER_*`
+  variable is set explicitly, so nothing inherited from the process environment overrides them;
 - the repository location is passed explicitly (`GIT_DIR`, `GIT_WORK_TREE`, `GIT_INDEX_FILE`), so
   inherited variables cannot point git at another repository; git never prompts; hooks and
   commit signing are switched off through `GIT_CONFIG_*` (a daemon has no one to answer them);
@@ -98,7 +98,7 @@ class GitStore:
         self,
         store_root: Path,
         identity: GitIdentity,
-        clock: Callable[[], datetime],
+        clock: Callable[[], datetime] | None,
         *,
         stale_lock_after: timedelta = timedelta(minutes=10),
         lock_timeout_seconds: float = 30.0,
@@ -116,6 +116,10 @@ class GitStore:
         self._command_timeout = command_timeout_seconds
         self._sleep = sleep
         self._proc_root = proc_root
+
+    def _now(self) -> datetime:
+        # Lock age needs a time; a store built without a clock treats every lock as young.
+        return self._clock() if self._clock is not None else datetime.min.replace(tzinfo=UTC)
 
     # -- repository discovery -------------------------------------------------------------
 
@@ -238,8 +242,8 @@ class GitStore:
             yield _Session(self, repo, work_tree, git_dir)
 
     def _environment(self, git_dir: Path, work_tree: Path) -> dict[str, str]:
-        when = self._clock().astimezone(UTC)
-        stamp = f"@{int(when.timestamp())} +0000"
+        # Without a clock git stamps the time itself; an empty value still masks inherited ones.
+        stamp = "" if self._clock is None else f"@{int(self._clock().timestamp())} +0000"
         environment = {
             "GIT_DIR": str(git_dir),
             "GIT_WORK_TREE": str(work_tree),
@@ -346,7 +350,7 @@ class _Session:
                 modified = datetime.fromtimestamp(lock.lstat().st_mtime, UTC)
             except FileNotFoundError:
                 return
-            age = self.owner._clock() - modified
+            age = self.owner._now() - modified
             if age > self.owner._stale_lock_after and not lock_is_held(
                 lock, (self.work_tree, self.git_dir), self.owner._proc_root
             ):
