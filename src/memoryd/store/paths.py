@@ -10,6 +10,7 @@ Invariants:
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import re
@@ -75,6 +76,9 @@ class StorePaths:
         `.git`, or passes through a symlink that exists on disk.
         """
         rel = PurePosixPath(relative)
+        # A NUL byte can name no file; the OS would reject it with ValueError, not a store error.
+        if "\x00" in str(rel):
+            raise PathEscapeError(str(relative).replace("\x00", "\\x00"), self.root)
         if rel.is_absolute() or not rel.parts or any(p in ("..", ".", "") for p in rel.parts):
             raise PathEscapeError(str(relative), self.root)
         if rel.parts[0] == ".git":
@@ -84,11 +88,16 @@ class StorePaths:
             current = current / part
             try:
                 mode = os.lstat(current).st_mode
-            except FileNotFoundError:
-                continue
+            except (FileNotFoundError, NotADirectoryError):
+                # Nothing exists here or below: no symlink can redirect the path.
+                break
+            except OSError as error:
+                if error.errno == errno.ENAMETOOLONG:
+                    raise PathEscapeError(str(relative)[:200], self.root) from None
+                raise
             if stat.S_ISLNK(mode):
                 raise PathEscapeError(str(relative), self.root)
-        return current
+        return self.root.joinpath(*rel.parts)
 
     def relative(self, absolute: Path) -> PurePosixPath:
         """Return the store-relative form of an absolute path inside the store."""
