@@ -1,0 +1,217 @@
+"""Extraction: one chunk in, one validated `record_memories` answer out.
+
+Two extractors share one shape. `LLMExtractor` asks a model through an `LLMClient` with forced
+tool use: the stable prefix (system prompt and tool definition) is the same for every chunk so it
+is cached, and the variable part carries the chunk's context and transcript inside delimiters
+derived from a fresh nonce the transcript does not contain. An answer that does not validate is
+asked for once more with the validation errors shown; a second invalid answer raises
+`InvalidAnswerError` and nothing of the chunk is written. `MarkersExtractor` needs no model.
+
+Validated answers are scrubbed of secrets before anyone files them: a model can echo what it saw.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from pydantic import ValidationError
+
+from memoryd.errors import MemorydError
+from memoryd.extractors.chunking import Chunk
+from memoryd.extractors.contract import (
+    RECORD_MEMORIES_DESCRIPTION,
+    RECORD_MEMORIES_TOOL,
+    RecordMemories,
+)
+from memoryd.llm.base import LLMClient, ToolRequest, ToolResult, ToolSpec
+from memoryd.llm.markers import extract_markers
+from memoryd.llm.prices import Usage
+from memoryd.llm.schema import tool_input_schema
+from memoryd.prompts import Prompt, load_prompt
+
+# How much of an invalid answer is kept in an error (for logs and the quarantine listing).
+RAW_ANSWER_LIMIT = 2000
+
+
+class InvalidAnswerError(MemorydError):
+    """The model's answer broke the contract twice; the chunk fails and nothing is written."""
+
+    def __init__(self, reason: str, raw_answer: str, usage: Usage) -> None:
+        self.reason = reason
+        self.raw_answer = raw_answer[:RAW_ANSWER_LIMIT]
+        self.usage = usage
+        super().__init__(f"invalid record_memories answer: {reason}")
+
+
+@dataclass(frozen=True)
+class ChunkContext:
+    """What the model is shown besides the transcript (already rendered, bounded text)."""
+
+    known_entities: str
+    skills_index: str
+
+
+@dataclass(frozen=True)
+class Extraction:
+    answer: RecordMemories
+    usage: Usage = field(default_factory=Usage)
+    model: str | None = None
+    calls: int = 0
+
+
+class Extractor(Protocol):
+    """Turns one chunk (and its context) into a validated answer."""
+
+    @property
+    def prompt_refs(self) -> tuple[str, ...]:
+        """`name@version` of the prompts this extractor uses (for logs and commit trailers)."""
+        ...
+
+    def extract(self, chunk: Chunk, context: ChunkContext) -> Extraction:
+        """Return the validated, scrubbed answer. Raise InvalidAnswerError or an LLMError."""
+        ...
+
+
+Scrubber = Callable[[str], str]
+
+
+def scrub_answer(answer: RecordMemories, scrub: Scrubber) -> RecordMemories:
+    """Return the answer with every string passed through `scrub` (secret redaction)."""
+
+    def walk(value: Any) -> Any:
+        if isinstance(value, str):
+            return scrub(value)
+        if isinstance(value, list):
+            return [walk(item) for item in value]
+        if isinstance(value, dict):
+            return {key: walk(item) for key, item in value.items()}
+        return value
+
+    return RecordMemories.model_validate(walk(answer.model_dump()))
+
+
+def record_memories_tool() -> ToolSpec:
+    return ToolSpec(
+        name=RECORD_MEMORIES_TOOL,
+        description=RECORD_MEMORIES_DESCRIPTION,
+        input_schema=tool_input_schema(RecordMemories),
+    )
+
+
+def make_nonce(transcript: str, token: Callable[[int], str] = secrets.token_hex) -> str:
+    """A delimiter marker the transcript does not contain, so the text cannot close its fence."""
+    while True:
+        nonce = f"MEMORYD-{token(8).upper()}"
+        if nonce not in transcript:
+            return nonce
+
+
+class LLMExtractor:
+    """Extraction through a model with forced tool use."""
+
+    def __init__(
+        self,
+        client: LLMClient,
+        *,
+        model: str,
+        max_tokens: int,
+        scrub: Scrubber,
+        token: Callable[[int], str] = secrets.token_hex,
+    ) -> None:
+        self._client = client
+        self._model = model
+        self._max_tokens = max_tokens
+        self._scrub = scrub
+        self._token = token
+        self._system: Prompt = load_prompt("extract-system")
+        self._user: Prompt = load_prompt("extract-user")
+        self._tool = record_memories_tool()
+
+    @property
+    def prompt_refs(self) -> tuple[str, ...]:
+        return (self._system.ref, self._user.ref)
+
+    def build_request(
+        self, chunk: Chunk, context: ChunkContext, correction: str = ""
+    ) -> ToolRequest:
+        transcript = chunk.render()
+        user_content = self._user.render(
+            agent=chunk.agent,
+            routine=chunk.routine or "(none)",
+            date=chunk.day.isoformat(),
+            known_entities=context.known_entities or "(none)",
+            skills_index=context.skills_index or "(empty)",
+            nonce=make_nonce(
+                transcript + context.known_entities + context.skills_index, self._token
+            ),
+            transcript=transcript,
+        )
+        if correction:
+            user_content += "\n\n" + correction
+        return ToolRequest(
+            model=self._model,
+            system=self._system.text,
+            tool=self._tool,
+            user_content=user_content,
+            max_tokens=self._max_tokens,
+        )
+
+    def extract(self, chunk: Chunk, context: ChunkContext) -> Extraction:
+        usage = Usage()
+        correction = ""
+        reason = ""
+        raw = ""
+        for attempt in (1, 2):
+            result = self._client.call_tool(self.build_request(chunk, context, correction))
+            usage = usage + result.usage
+            answer, reason, raw = _validate(result)
+            if answer is not None:
+                return Extraction(
+                    answer=scrub_answer(answer, self._scrub),
+                    usage=usage,
+                    model=result.model,
+                    calls=attempt,
+                )
+            correction = (
+                "Your previous answer could not be used: "
+                + reason
+                + "\nCall record_memories again with an input that follows its schema exactly."
+            )
+        raise InvalidAnswerError(reason, raw, usage)
+
+
+def _validate(result: ToolResult) -> tuple[RecordMemories | None, str, str]:
+    if result.tool_input is None:
+        return None, f"no {RECORD_MEMORIES_TOOL} call in the answer", ""
+    raw = repr(result.tool_input)
+    try:
+        return RecordMemories.model_validate(result.tool_input), "", raw
+    except ValidationError as error:
+        problems = "; ".join(
+            f"{'.'.join(str(part) for part in item['loc']) or '(top)'}: {item['msg']}"
+            for item in error.errors()[:20]
+        )
+        return None, problems, raw
+
+
+class MarkersExtractor:
+    """Extraction from explicit marker lines, with no model (see `memoryd.llm.markers`)."""
+
+    def __init__(self, scrub: Scrubber) -> None:
+        self._scrub = scrub
+
+    @property
+    def prompt_refs(self) -> tuple[str, ...]:
+        return ("markers@1",)
+
+    def extract(self, chunk: Chunk, context: ChunkContext) -> Extraction:
+        del context  # markers say everything themselves
+        found = extract_markers(chunk.turns, chunk.zone, chunk.routine)
+        try:
+            answer = RecordMemories.model_validate(found.tool_input)
+        except ValidationError as error:
+            raise InvalidAnswerError(str(error), repr(found.tool_input), Usage()) from None
+        return Extraction(answer=scrub_answer(answer, self._scrub), model="markers")
