@@ -66,7 +66,12 @@ _MAX_MESSAGE_CHARS = 500
 BatchStatus = Literal["in_progress", "canceling", "ended"]
 _T = TypeVar("_T")
 
-log = structlog.get_logger(__name__)
+
+
+def _logger() -> Any:
+    # Fetched per event rather than once at import, so a test's structlog.testing.capture_logs
+    # sees the events even if logging was configured to cache loggers on first use.
+    return structlog.get_logger(__name__)
 
 
 class InvalidBatchError(PermanentLLMError):
@@ -125,6 +130,11 @@ class AnthropicClient:
             ),
             open_telemetry={},
         )
+
+    @property
+    def base_url(self) -> str:
+        """The endpoint this client sends to (for logs and `status`)."""
+        return str(self._sdk.base_url)
 
     def close(self) -> None:
         self._sdk.close()
@@ -212,7 +222,7 @@ class AnthropicClient:
             return retrying(attempt)
         except anthropic.APIError as error:
             translated = _translate(operation, error)
-            log.warning(
+            _logger().warning(
                 "llm.failed",
                 operation=operation,
                 attempts=attempts,
@@ -357,7 +367,7 @@ def _retry_after_seconds(error: BaseException | None) -> float | None:
 def _log_retry(operation: str, state: RetryCallState) -> None:
     error = state.outcome.exception() if state.outcome is not None else None
     status_error = error if isinstance(error, anthropic.APIStatusError) else None
-    log.warning(
+    _logger().warning(
         "llm.retry",
         operation=operation,
         attempt=state.attempt_number,

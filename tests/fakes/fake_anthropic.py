@@ -1,0 +1,537 @@
+"""A fake Anthropic Messages API: a real local HTTP server the real SDK can talk to.
+
+It speaks just enough of the API for memoryd: ``POST /v1/messages``, ``POST
+/v1/messages/batches``, ``GET /v1/messages/batches/{id}`` and the results JSONL at the batch's
+``results_url``. It listens on 127.0.0.1 on a free port, in a background thread.
+
+Scripting. Each request that needs a model answer (a message, or one request inside a batch)
+takes the next answer from a queue; when the queue is empty, ``handler(request)`` computes one;
+without a handler, ``default`` is repeated; with none of these the server answers 400, so an
+unscripted call is loud. Answers are ``ToolUse`` (a ``tool_use`` block with the given input, for
+the tool the request forced unless named), ``Text`` (no tool call) and ``Error`` (an HTTP error
+shaped like the real API's ``{"type": "error", "error": {...}}``, with extra headers such as
+``retry-after``). Any answer may carry ``delay_seconds`` to provoke client timeouts.
+``fail_next(*errors)`` makes the next HTTP requests on *any* endpoint fail (batch endpoints
+included) before the queue is consulted. Every HTTP request is recorded (method, path,
+lower-cased headers, JSON body) in ``requests``.
+
+Lifecycle. Use it as a context manager (``with FakeAnthropicServer() as server:``); ``stop()``
+wakes delayed answers, shuts the server down and joins every thread, so no thread or socket
+outlives it.
+
+Standalone, for subprocess tests (run from the repository root)::
+
+    python -m tests.fakes.fake_anthropic --port-file PORT_FILE [--script SCRIPT.json]
+        [--record REQUESTS.jsonl] [--api-key KEY]
+
+The port is written to PORT_FILE atomically once the server listens; the server runs until
+SIGTERM or SIGINT. SCRIPT.json is ``{"answers": [...], "default": ANSWER, "usage": USAGE,
+"batch_polls_before_end": N}`` where an ANSWER is ``{"kind": "tool_use", "input": {...}}``,
+``{"kind": "text", "text": "..."}`` or ``{"kind": "error", "status": 429, "type":
+"rate_limit_error", "message": "...", "headers": {...}, "error_code": "..."}``, each optionally
+with ``"delay_seconds"`` and ``"usage"``; USAGE has the API's four token counts. With
+``--record``, each request is appended to REQUESTS.jsonl as it arrives.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import threading
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from types import FrameType, TracebackType
+from typing import Any
+
+# Fixed timestamps keep every answer byte-for-byte reproducible.
+_CREATED_AT = "2026-01-01T00:00:00Z"
+_EXPIRES_AT = "2026-01-02T00:00:00Z"
+
+
+@dataclass(frozen=True)
+class FakeUsage:
+    input_tokens: int = 100
+    output_tokens: int = 20
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class ToolUse:
+    """A ``tool_use`` answer; ``tool_name`` defaults to the tool the request forced."""
+
+    input: Mapping[str, Any]
+    tool_name: str | None = None
+    usage: FakeUsage | None = None
+    delay_seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class Text:
+    """A text-only answer: the model did not call the tool."""
+
+    text: str = "I have nothing to record."
+    usage: FakeUsage | None = None
+    delay_seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class Error:
+    """An HTTP error shaped like the real API's error body."""
+
+    status: int
+    type: str
+    message: str = "fake error"
+    headers: Mapping[str, str] = field(default_factory=dict)
+    error_code: str | None = None
+    delay_seconds: float = 0.0
+
+
+Answer = ToolUse | Text | Error
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """One request as the server saw it. ``custom_id`` is set for a request inside a batch."""
+
+    method: str
+    path: str
+    headers: Mapping[str, str]
+    body: Any
+    custom_id: str | None = None
+
+    @property
+    def api_key(self) -> str | None:
+        """The key the client sent: SDK 2.14 sends ``Authorization: Bearer``, older ones
+        ``x-api-key``."""
+        authorization = self.headers.get("authorization", "")
+        if authorization.startswith("Bearer "):
+            return authorization.removeprefix("Bearer ")
+        return self.headers.get("x-api-key")
+
+
+Handler = Callable[[RecordedRequest], Answer]
+
+
+@dataclass
+class _Batch:
+    lines: list[str]
+    succeeded: int
+    polls: int = 0
+
+
+@dataclass(frozen=True)
+class _Response:
+    status: int
+    body: bytes
+    headers: Mapping[str, str] = field(default_factory=dict)
+    delay_seconds: float = 0.0
+
+
+class FakeAnthropicServer:
+    """The fake API; see the module docstring for scripting and lifecycle."""
+
+    def __init__(
+        self,
+        answers: Iterable[Answer] = (),
+        *,
+        handler: Handler | None = None,
+        default: Answer | None = None,
+        usage: FakeUsage | None = None,
+        api_key: str | None = None,
+        batch_polls_before_end: int = 0,
+        record_path: Path | None = None,
+    ) -> None:
+        self._answers: deque[Answer] = deque(answers)
+        self._failures: deque[Error] = deque()
+        self._handler = handler
+        self._default = default
+        self._usage = usage or FakeUsage()
+        self._api_key = api_key
+        self._batch_polls_before_end = batch_polls_before_end
+        self._record_path = record_path
+        self._requests: list[RecordedRequest] = []
+        self._batches: dict[str, _Batch] = {}
+        self._counter = 0
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> FakeAnthropicServer:
+        if self._server is not None:
+            raise RuntimeError("the fake server is already running")
+        self._stopping.clear()
+        self._server = _Server(("127.0.0.1", 0), _RequestHandler, self)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is None:
+            return
+        self._stopping.set()  # wakes answers that are sleeping out a delay
+        self._server.shutdown()
+        self._server.server_close()  # joins the request threads
+        if self._thread is not None:
+            self._thread.join()
+        self._server = None
+        self._thread = None
+
+    def __enter__(self) -> FakeAnthropicServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        if self._server is None:
+            raise RuntimeError("the fake server is not running")
+        return int(self._server.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    # -- scripting and inspection ------------------------------------------------------------
+
+    def enqueue(self, *answers: Answer) -> None:
+        with self._lock:
+            self._answers.extend(answers)
+
+    def fail_next(self, *errors: Error) -> None:
+        with self._lock:
+            self._failures.extend(errors)
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def message_requests(self) -> list[RecordedRequest]:
+        return [r for r in self.requests if r.method == "POST" and r.path == "/v1/messages"]
+
+    @property
+    def pending_answers(self) -> int:
+        with self._lock:
+            return len(self._answers)
+
+    # -- serving (called on request threads) -------------------------------------------------
+
+    def _serve(
+        self, method: str, raw_path: str, headers: Mapping[str, str], raw: bytes
+    ) -> _Response:
+        path = raw_path.split("?", 1)[0]
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = raw.decode("utf-8", "replace")
+        recorded = RecordedRequest(method, path, headers, body)
+        with self._lock:
+            self._requests.append(recorded)
+            self._record(recorded)
+            failure = self._failures.popleft() if self._failures else None
+        if failure is not None:
+            return self._error(failure)
+        if self._api_key is not None and recorded.api_key != self._api_key:
+            return self._error(Error(401, "authentication_error", "invalid x-api-key"))
+        return self._route(recorded)
+
+    def _route(self, recorded: RecordedRequest) -> _Response:
+        method, path = recorded.method, recorded.path
+        parts = [part for part in path.split("/") if part]
+        if method == "POST" and parts == ["v1", "messages"]:
+            return self._message(recorded)
+        if method == "POST" and parts == ["v1", "messages", "batches"]:
+            return self._create_batch(recorded)
+        if method == "GET" and parts[:3] == ["v1", "messages", "batches"] and len(parts) == 4:
+            return self._retrieve_batch(parts[3])
+        if method == "GET" and len(parts) == 5 and parts[4] == "results":
+            return self._batch_results(parts[3])
+        return self._error(Error(404, "not_found_error", f"no route for {method} {path}"))
+
+    def _record(self, recorded: RecordedRequest) -> None:
+        if self._record_path is not None:
+            with self._record_path.open("a", encoding="utf-8") as stream:
+                stream.write(json.dumps(asdict(recorded), sort_keys=True) + "\n")
+
+    def _next_id(self, prefix: str) -> str:
+        with self._lock:
+            self._counter += 1
+            return f"{prefix}_fake_{self._counter:04d}"
+
+    def _next_answer(self, request: RecordedRequest) -> Answer:
+        with self._lock:
+            if self._answers:
+                return self._answers.popleft()
+        if self._handler is not None:
+            return self._handler(request)
+        if self._default is not None:
+            return self._default
+        return Error(400, "invalid_request_error", "fake server: no answer was scripted")
+
+    def _message(self, request: RecordedRequest) -> _Response:
+        problem = _invalid_message_params(request.body)
+        if problem:
+            return self._error(Error(400, "invalid_request_error", problem))
+        answer = self._next_answer(request)
+        if isinstance(answer, Error):
+            return self._error(answer)
+        message = self._message_json(request.body, answer)
+        return _json_response(200, message, {}, answer.delay_seconds)
+
+    def _message_json(self, params: Mapping[str, Any], answer: ToolUse | Text) -> dict[str, Any]:
+        usage = answer.usage or self._usage
+        content: list[dict[str, Any]]
+        if isinstance(answer, ToolUse):
+            forced = params.get("tool_choice", {}).get("name")
+            name = answer.tool_name or forced or "tool"
+            content = [
+                {"type": "tool_use", "id": self._next_id("toolu"), "name": name,
+                 "input": dict(answer.input)}
+            ]  # fmt: skip
+            stop_reason = "tool_use"
+        else:
+            content = [{"type": "text", "text": answer.text}]
+            stop_reason = "end_turn"
+        return {
+            "id": self._next_id("msg"),
+            "type": "message",
+            "role": "assistant",
+            "model": params.get("model", "fake-model"),
+            "content": content,
+            "stop_reason": stop_reason,
+            "stop_sequence": None,
+            "usage": asdict(usage),
+        }
+
+    def _create_batch(self, request: RecordedRequest) -> _Response:
+        items = request.body.get("requests") if isinstance(request.body, dict) else None
+        if not isinstance(items, list) or not items:
+            return self._error(Error(400, "invalid_request_error", "requests: a non-empty list"))
+        batch_id = self._next_id("msgbatch")
+        lines = []
+        succeeded = 0
+        for item in items:
+            custom_id, params = item.get("custom_id"), item.get("params")
+            item_request = RecordedRequest(
+                "POST", "/v1/messages", request.headers, params, custom_id
+            )
+            result = self._batch_item(item_request)
+            succeeded += result["type"] == "succeeded"
+            lines.append(json.dumps({"custom_id": custom_id, "result": result}, sort_keys=True))
+        # The real API gives results in no particular order; reversing keeps callers honest.
+        lines.reverse()
+        batch = _Batch(lines, succeeded)
+        with self._lock:
+            self._batches[batch_id] = batch
+        return _json_response(200, self._batch_json(batch_id, batch, ended=False))
+
+    def _batch_item(self, request: RecordedRequest) -> dict[str, Any]:
+        problem = _invalid_message_params(request.body)
+        answer = (
+            Error(400, "invalid_request_error", problem) if problem else self._next_answer(request)
+        )
+        if isinstance(answer, Error):
+            return {"type": "errored", "error": _error_body(answer, None)}
+        return {"type": "succeeded", "message": self._message_json(request.body, answer)}
+
+    def _retrieve_batch(self, batch_id: str) -> _Response:
+        with self._lock:
+            batch = self._batches.get(batch_id)
+            if batch is None:
+                return self._error(Error(404, "not_found_error", f"no batch {batch_id}"))
+            batch.polls += 1
+            ended = batch.polls > self._batch_polls_before_end
+        return _json_response(200, self._batch_json(batch_id, batch, ended=ended))
+
+    def _batch_json(self, batch_id: str, batch: _Batch, *, ended: bool) -> dict[str, Any]:
+        count, succeeded = len(batch.lines), batch.succeeded
+        return {
+            "id": batch_id,
+            "type": "message_batch",
+            "processing_status": "ended" if ended else "in_progress",
+            "request_counts": {
+                "processing": 0 if ended else count,
+                "succeeded": succeeded if ended else 0,
+                "errored": count - succeeded if ended else 0,
+                "canceled": 0,
+                "expired": 0,
+            },
+            "created_at": _CREATED_AT,
+            "expires_at": _EXPIRES_AT,
+            "ended_at": _EXPIRES_AT if ended else None,
+            "archived_at": None,
+            "cancel_initiated_at": None,
+            "results_url": f"{self.base_url}/v1/messages/batches/{batch_id}/results"
+            if ended
+            else None,
+        }
+
+    def _batch_results(self, batch_id: str) -> _Response:
+        with self._lock:
+            batch = self._batches.get(batch_id)
+        if batch is None:
+            return self._error(Error(404, "not_found_error", f"no batch {batch_id}"))
+        body = "".join(line + "\n" for line in batch.lines).encode()
+        return _Response(200, body, {"content-type": "application/binary"})
+
+    def _error(self, error: Error) -> _Response:
+        request_id = self._next_id("req")
+        headers = {**error.headers, "request-id": request_id}
+        return _json_response(
+            error.status, _error_body(error, request_id), headers, error.delay_seconds
+        )
+
+
+def _error_body(error: Error, request_id: str | None) -> dict[str, Any]:
+    detail: dict[str, Any] = {"type": error.type, "message": error.message}
+    if error.error_code is not None:
+        detail["details"] = {"error_code": error.error_code}
+    return {"type": "error", "error": detail, "request_id": request_id}
+
+
+def _invalid_message_params(params: Any) -> str | None:
+    if not isinstance(params, dict):
+        return "the body must be a JSON object"
+    for key in ("model", "max_tokens", "messages"):
+        if key not in params:
+            return f"{key}: Field required"
+    return None
+
+
+def _json_response(
+    status: int, payload: Any, headers: Mapping[str, str] | None = None, delay: float = 0.0
+) -> _Response:
+    body = json.dumps(payload, sort_keys=True).encode()
+    return _Response(status, body, {"content-type": "application/json", **(headers or {})}, delay)
+
+
+class _Server(ThreadingHTTPServer):
+    # Request threads are joined on close (block_on_close), so none outlives the server.
+    daemon_threads = False
+
+    def __init__(
+        self,
+        address: tuple[str, int],
+        handler: type[BaseHTTPRequestHandler],
+        fake: FakeAnthropicServer,
+    ) -> None:
+        self.fake = fake
+        super().__init__(address, handler)
+
+
+class _RequestHandler(BaseHTTPRequestHandler):
+    # HTTP/1.0: one request per connection, so no idle keep-alive thread blocks shutdown.
+    protocol_version = "HTTP/1.0"
+    server: _Server
+
+    def do_GET(self) -> None:
+        self._answer("GET")
+
+    def do_POST(self) -> None:
+        self._answer("POST")
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Stay quiet: tests read ``requests``, not stderr."""
+
+    def _answer(self, method: str) -> None:
+        length = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        headers = {name.lower(): value for name, value in self.headers.items()}
+        fake = self.server.fake
+        response = fake._serve(method, self.path, headers, raw)
+        request_id = response.headers.get("request-id") or fake._next_id("req")
+        # A delay cut short by stop() sends nothing; the client is long gone or shutting down.
+        if response.delay_seconds and fake._stopping.wait(response.delay_seconds):
+            return
+        try:
+            self.send_response(response.status)
+            for name, value in {**response.headers, "request-id": request_id}.items():
+                self.send_header(name, value)
+            self.send_header("content-length", str(len(response.body)))
+            self.end_headers()
+            self.wfile.write(response.body)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client timed out and hung up: exactly what a delay is meant to provoke
+
+
+def answer_from_json(data: Mapping[str, Any]) -> Answer:
+    """Build an answer from its JSON form in a script (see the module docstring)."""
+    kind = data.get("kind")
+    delay = float(data.get("delay_seconds", 0.0))
+    usage = FakeUsage(**data["usage"]) if "usage" in data else None
+    if kind == "tool_use":
+        return ToolUse(data["input"], data.get("tool_name"), usage, delay)
+    if kind == "text":
+        return Text(data.get("text", Text.text), usage, delay)
+    if kind == "error":
+        return Error(
+            int(data["status"]),
+            data["type"],
+            data.get("message", "fake error"),
+            dict(data.get("headers", {})),
+            data.get("error_code"),
+            delay,
+        )
+    raise ValueError(f"unknown answer kind {kind!r}")
+
+
+def server_from_script(
+    script: Mapping[str, Any], *, api_key: str | None = None, record_path: Path | None = None
+) -> FakeAnthropicServer:
+    """Build a (not yet started) server from a script's JSON form."""
+    default = script.get("default")
+    return FakeAnthropicServer(
+        [answer_from_json(answer) for answer in script.get("answers", [])],
+        default=answer_from_json(default) if default else None,
+        usage=FakeUsage(**script["usage"]) if "usage" in script else None,
+        api_key=api_key,
+        batch_polls_before_end=int(script.get("batch_polls_before_end", 0)),
+        record_path=record_path,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.fakes.fake_anthropic")
+    parser.add_argument("--port-file", type=Path, required=True)
+    parser.add_argument("--script", type=Path)
+    parser.add_argument("--record", type=Path)
+    parser.add_argument("--api-key")
+    options = parser.parse_args(argv)
+    script = json.loads(options.script.read_text("utf-8")) if options.script else {}
+    done = threading.Event()
+
+    def on_signal(signal_number: int, frame: FrameType | None) -> None:
+        done.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    with server_from_script(script, api_key=options.api_key, record_path=options.record) as server:
+        # Written whole then renamed, so a reader never sees a partial port number.
+        partial = options.port_file.with_name(options.port_file.name + ".partial")
+        partial.write_text(str(server.port), "utf-8")
+        os.replace(partial, options.port_file)
+        while not done.wait(0.2):
+            pass
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
