@@ -1,17 +1,18 @@
 """Find which labels (entity names and aliases) occur in a text, as whole words.
 
-Built once per catalogue state and queried per chunk of conversation, so it must stay fast with
-thousands of labels: labels are indexed by their first word, the text is split into words once,
-and at each word only the labels starting with that word are compared. The cost is linear in the
-length of the text times the (small) number of labels sharing a first word — never one regex per
-label.
+Built once per catalogue and queried per chunk of conversation, so it must stay fast with
+thousands of labels, many sharing their first words ("Client 0042 Holdings", "Client 0043
+Holdings"…). Labels are stored in a trie of words; the text is split into words once, and from
+each word the trie is walked only as far as the text keeps matching. The cost is the number of
+words in the text times the length of the longest matching label — independent of how many
+labels there are, and never one regex per label.
 
 Words are compared folded (accents and case), so "José" in a label matches "jose" in the text.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
@@ -21,33 +22,37 @@ Key = TypeVar("Key", bound=Hashable)
 
 
 @dataclass
+class _Node(Generic[Key]):
+    children: dict[str, _Node[Key]] = field(default_factory=dict)
+    keys: set[Key] = field(default_factory=set)  # keys of labels ending at this word
+
+
+@dataclass
 class MentionIndex(Generic[Key]):
     """Labels (as word sequences) mapped to the keys they stand for."""
 
-    _by_first_word: dict[str, dict[tuple[str, ...], set[Key]]] = field(default_factory=dict)
+    _root: _Node[Key] = field(default_factory=_Node)
 
     def add(self, label: str, key: Key) -> None:
         """Register `label` as a way of mentioning `key`. A label without words is ignored."""
-        sequence = tuple(words(label))
+        sequence = words(label)
         if not sequence:
             return
-        by_sequence = self._by_first_word.setdefault(sequence[0], {})
-        by_sequence.setdefault(sequence, set()).add(key)
-
-    def add_all(self, labels: Iterable[str], key: Key) -> None:
-        for label in labels:
-            self.add(label, key)
+        node = self._root
+        for word in sequence:
+            node = node.children.setdefault(word, _Node())
+        node.keys.add(key)
 
     def find(self, text: str) -> set[Key]:
         """Keys whose labels occur in `text` as whole words (case- and accent-insensitive)."""
         tokens = words(text)
         found: set[Key] = set()
-        for position, token in enumerate(tokens):
-            candidates = self._by_first_word.get(token)
-            if not candidates:
-                continue
-            for sequence, keys in candidates.items():
-                end = position + len(sequence)
-                if end <= len(tokens) and tuple(tokens[position:end]) == sequence:
-                    found |= keys
+        for start in range(len(tokens)):
+            node = self._root
+            for position in range(start, len(tokens)):
+                child = node.children.get(tokens[position])
+                if child is None:
+                    break
+                found |= child.keys
+                node = child
         return found

@@ -60,6 +60,37 @@ class DirTransaction:
         self.moved.append((source, destination))
 
 
+class MemoryTransaction:
+    """FileTransaction over a dict of texts, for tests that create thousands of files."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, str] = {}
+
+    @property
+    def root(self) -> Path:
+        return Path("/nonexistent-memory-store")
+
+    def read_text(self, relative: str) -> str | None:
+        return self.files.get(relative)
+
+    def write_text(self, relative: str, text: str) -> None:
+        self.files[relative] = text
+
+    def exists(self, relative: str) -> bool:
+        return relative in self.files or any(k.startswith(relative + "/") for k in self.files)
+
+    def list_dir(self, relative: str) -> list[str]:
+        prefix = relative + "/"
+        return sorted({k[len(prefix) :].split("/")[0] for k in self.files if k.startswith(prefix)})
+
+    def move_dir(self, source: str, destination: str) -> None:
+        if self.exists(destination):
+            raise StoreError(f"{destination} exists")
+        prefix = source + "/"
+        for key in [k for k in self.files if k.startswith(prefix)]:
+            self.files[destination + "/" + key[len(prefix) :]] = self.files.pop(key)
+
+
 TODAY = date(2026, 1, 20)
 
 
