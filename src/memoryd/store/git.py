@@ -82,9 +82,15 @@ class StoreStatus:
 
 
 def find_work_tree(path: Path) -> Path | None:
-    """Return the root of the git work tree containing `path`, or None if there is none."""
+    """Return the root of the git work tree containing `path`, or None if there is none.
+
+    A path that does not exist yet belongs to the work tree of its nearest existing ancestor.
+    """
+    existing = path.resolve()
+    while not existing.is_dir() and existing != existing.parent:
+        existing = existing.parent
     try:
-        with Repo(path, search_parent_directories=True) as repo:
+        with Repo(existing, search_parent_directories=True) as repo:
             root = repo.working_tree_dir
     except (InvalidGitRepositoryError, NoSuchPathError):
         return None

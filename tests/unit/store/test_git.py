@@ -1,0 +1,256 @@
+"""The git adapter on real temporary repositories: scoping, identity, empty commits, renames."""
+
+from __future__ import annotations
+
+import subprocess
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from memoryd.errors import GitError
+from memoryd.store.git import GitIdentity, GitStore, find_work_tree
+
+NOW = datetime(2026, 3, 4, 5, 6, 7, tzinfo=UTC)
+IDENTITY = GitIdentity("memoryd test", "memoryd@test.invalid")
+
+
+def git(cwd: Path, *args: str) -> str:
+    """Run the git CLI directly, as a person working in the repository would."""
+    return subprocess.run(
+        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True
+    ).stdout
+
+
+def make_repo(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    git(path, "init", "--quiet", "--initial-branch=main")
+    git(path, "config", "user.name", "Someone Else")
+    git(path, "config", "user.email", "someone@else.invalid")
+    return path
+
+
+def store_at(path: Path) -> GitStore:
+    return GitStore(path, IDENTITY, lambda: NOW, lock_timeout_seconds=0.2, lock_poll_seconds=0.05)
+
+
+def committed_files(repo: Path, revision: str = "HEAD") -> set[str]:
+    output = git(repo, "show", "--name-only", "--format=", revision)
+    return {line for line in output.splitlines() if line}
+
+
+def commit_count(repo: Path) -> int:
+    return int(git(repo, "rev-list", "--count", "HEAD").strip())
+
+
+@pytest.fixture(autouse=True)
+def _clean_git_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The helper `git()` must not pick up a developer's global hooks or identity variables.
+    for name in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_commit_takes_only_the_named_paths(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    (repo / "a.md").write_text("a\n")
+    (repo / "b.md").write_text("b\n")
+    store = store_at(repo)
+
+    sha = store.commit(["a.md"], "add a")
+
+    assert sha is not None and sha == git(repo, "rev-parse", "HEAD").strip()
+    assert committed_files(repo) == {"a.md"}
+    assert store.status().untracked == ("b.md",)
+
+
+def test_nothing_to_commit_makes_no_commit(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    (repo / "a.md").write_text("a\n")
+    store = store_at(repo)
+    first = store.commit(["a.md"], "add a")
+
+    assert store.commit(["a.md"], "again") is None
+    assert store.commit(["never-existed.md"], "nothing") is None
+    assert store.commit([], "nothing") is None
+    assert store.head() == first
+    assert commit_count(repo) == 1
+
+
+def test_store_inside_a_larger_repository_never_commits_outside_changes(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    (repo / "tracked.txt").write_text("v1\n")
+    git(repo, "add", "tracked.txt")
+    git(repo, "commit", "--quiet", "-m", "someone's work")
+    # Someone else's work in progress: one change staged, one not, one untracked.
+    (repo / "tracked.txt").write_text("v2 staged\n")
+    git(repo, "add", "tracked.txt")
+    (repo / "staged-new.txt").write_text("new\n")
+    git(repo, "add", "staged-new.txt")
+    (repo / "untracked.txt").write_text("loose\n")
+    store_root = repo / "notes" / "store"
+    store_root.mkdir(parents=True)
+    (store_root / "fact.md").write_text("a fact\n")
+    store = store_at(store_root)
+
+    sha = store.commit(["fact.md"], "memoryd commit")
+
+    assert sha is not None
+    assert committed_files(repo) == {"notes/store/fact.md"}
+    assert git(repo, "show", "HEAD:tracked.txt") == "v1\n"
+    # The other work is exactly as it was: still staged, still untracked.
+    staged = git(repo, "diff", "--cached", "--name-only").split()
+    assert sorted(staged) == ["staged-new.txt", "tracked.txt"]
+    assert "?? untracked.txt" in git(repo, "status", "--porcelain")
+    assert find_work_tree(store_root) == repo.resolve()
+
+
+def test_first_commit_of_an_unborn_branch_leaves_staged_outside_work_alone(
+    tmp_path: Path,
+) -> None:
+    repo = make_repo(tmp_path / "repo")
+    (repo / "outside.txt").write_text("x\n")
+    git(repo, "add", "outside.txt")
+    (repo / "store").mkdir()
+    (repo / "store" / "a.md").write_text("a\n")
+
+    store_at(repo / "store").commit(["a.md"], "first")
+
+    assert committed_files(repo) == {"store/a.md"}
+    assert git(repo, "diff", "--cached", "--name-only").split() == ["outside.txt"]
+
+
+def test_paths_outside_the_store_are_refused(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    store = store_at(repo / "store")
+    for bad in ("../outside.txt", "/etc/passwd", ".git/config", "a/../../b", ""):
+        with pytest.raises(GitError):
+            store.commit([bad], "escape")
+
+
+def test_identity_is_the_configured_one_whatever_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = make_repo(tmp_path / "repo")
+    for role in ("AUTHOR", "COMMITTER"):
+        monkeypatch.setenv(f"GIT_{role}_NAME", "Intruder")
+        monkeypatch.setenv(f"GIT_{role}_EMAIL", "intruder@evil.invalid")
+        monkeypatch.setenv(f"GIT_{role}_DATE", "2001-01-01T00:00:00+0000")
+    (repo / "a.md").write_text("a\n")
+
+    store_at(repo).commit(["a.md"], "identity")
+
+    monkeypatch.delenv("GIT_AUTHOR_NAME")
+    shown = git(repo, "log", "-1", "--format=%an|%ae|%cn|%ce|%at|%ct")
+    stamp = str(int(NOW.timestamp()))
+    assert shown.strip() == "|".join(
+        [IDENTITY.name, IDENTITY.email, IDENTITY.name, IDENTITY.email, stamp, stamp]
+    )
+
+
+def test_environment_pointing_at_another_repository_is_ignored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    decoy = make_repo(tmp_path / "decoy")
+    repo = make_repo(tmp_path / "repo")
+    monkeypatch.setenv("GIT_DIR", str(decoy / ".git"))
+    monkeypatch.setenv("GIT_INDEX_FILE", str(decoy / ".git" / "index"))
+    (repo / "a.md").write_text("a\n")
+
+    sha = store_at(repo).commit(["a.md"], "here")
+
+    monkeypatch.delenv("GIT_DIR")
+    monkeypatch.delenv("GIT_INDEX_FILE")
+    assert sha == git(repo, "rev-parse", "HEAD").strip()
+    decoy_head = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=decoy, capture_output=True, check=False
+    )
+    assert decoy_head.returncode != 0  # the decoy got no commit
+
+
+def test_hooks_do_not_run(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    marker = tmp_path / "hook-ran"
+    for hook in ("pre-commit", "commit-msg", "post-commit"):
+        script = repo / ".git" / "hooks" / hook
+        script.write_text(f"#!/bin/sh\ntouch {marker}\nexit 1\n")
+        script.chmod(0o755)
+    (repo / "a.md").write_text("a\n")
+
+    assert store_at(repo).commit(["a.md"], "no hooks") is not None
+    assert not marker.exists()
+
+
+def test_a_moved_folder_is_committed_as_a_rename(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    entity = repo / "life" / "projects" / "launch"
+    entity.mkdir(parents=True)
+    (entity / "summary.md").write_text("# Launch\n\nThe product launch.\n")
+    (entity / "items.json").write_text("[]\n")
+    store = store_at(repo)
+    store.commit(["life/projects/launch"], "create")
+    archived = repo / "life" / "archives" / "projects" / "launch"
+    archived.parent.mkdir(parents=True)
+    entity.rename(archived)
+
+    assert store.status().deleted == (
+        "life/projects/launch/items.json",
+        "life/projects/launch/summary.md",
+    )
+    store.commit(["life/projects/launch", "life/archives/projects/launch"], "archive")
+
+    renames = git(repo, "show", "-M", "--name-status", "--format=", "HEAD").split("\n")
+    assert sorted(line.split("\t")[0][0] for line in renames if line) == ["R", "R"]
+    assert store.status().clean
+
+
+def test_status_lists_only_the_store_folder(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    store_root = repo / "store"
+    store_root.mkdir()
+    (store_root / "kept.md").write_text("1\n")
+    (store_root / "gone.md").write_text("1\n")
+    store = store_at(store_root)
+    store.commit(["kept.md", "gone.md"], "base")
+    (store_root / "kept.md").write_text("2\n")
+    (store_root / "gone.md").unlink()
+    (store_root / "sub").mkdir()
+    (store_root / "sub" / "new file.md").write_text("new\n")
+    (repo / "outside.md").write_text("not ours\n")
+    (repo / "store-sibling").mkdir()
+    (repo / "store-sibling" / "x.md").write_text("not ours either\n")
+
+    status = store.status()
+
+    assert status.modified == ("kept.md",)
+    assert status.deleted == ("gone.md",)
+    assert status.untracked == ("sub/new file.md",)
+
+
+def test_init_creates_a_repository_only_when_needed(tmp_path: Path) -> None:
+    fresh = store_at(tmp_path / "fresh")
+    assert fresh.init() is True
+    assert git(tmp_path / "fresh", "symbolic-ref", "HEAD").strip() == "refs/heads/main"
+    assert fresh.init() is False
+
+    repo = make_repo(tmp_path / "repo")
+    inner = store_at(repo / "store")
+    assert inner.init() is False
+    assert not (repo / "store" / ".git").exists()
+
+
+def test_operations_outside_any_repository_raise_git_error(tmp_path: Path) -> None:
+    store = store_at(tmp_path / "nowhere")
+    (tmp_path / "nowhere").mkdir()
+    with pytest.raises(GitError, match="not inside a git work tree"):
+        store.status()
+    assert store.work_tree_root() is None
+
+
+def test_file_names_with_pattern_characters_are_taken_literally(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    (repo / "a*.md").write_text("star\n")
+    (repo / "ab.md").write_text("plain\n")
+
+    store_at(repo).commit(["a*.md"], "literal")
+
+    assert committed_files(repo) == {"a*.md"}
