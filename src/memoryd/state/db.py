@@ -113,13 +113,14 @@ class StateDB:
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
         """Run the block as one transaction (a savepoint when nested); roll back if it raises."""
+        rollback: tuple[str, ...]
         if self._depth == 0:
-            begin, commit, rollback = "BEGIN IMMEDIATE", "COMMIT", "ROLLBACK"
+            begin, commit, rollback = "BEGIN IMMEDIATE", "COMMIT", ("ROLLBACK",)
         else:
             name = f"nested_{self._depth}"
             begin, commit = f"SAVEPOINT {name}", f"RELEASE {name}"
             # ROLLBACK TO keeps the savepoint open; releasing it afterwards closes it.
-            rollback = f"ROLLBACK TO {name}; RELEASE {name}"
+            rollback = (f"ROLLBACK TO {name}", f"RELEASE {name}")
         self.execute(begin)
         self._depth += 1
         try:
@@ -129,7 +130,7 @@ class StateDB:
             # SQLite may already have rolled back by itself (e.g. on a full disk).
             if self._connection.in_transaction:
                 with contextlib.suppress(sqlite3.Error):
-                    for statement in rollback.split("; "):
+                    for statement in rollback:
                         self._connection.execute(statement)
             raise
         self._depth -= 1
@@ -185,29 +186,31 @@ class StateDB:
             raise StateCorruptError(
                 self._path, f"application id {found:#x} is not memoryd's {APPLICATION_ID:#x}"
             )
-        if found == 0 and int(self.scalar("PRAGMA user_version") or 0) == 0:
-            has_tables = self.scalar("SELECT count(*) FROM sqlite_schema")
-            if has_tables:
-                raise StateCorruptError(self._path, "a SQLite database, but not memoryd's")
+        # The first migration sets the id in its own transaction: a database with tables but
+        # without the id was made by something else.
+        if found == 0 and self.scalar("SELECT count(*) FROM sqlite_schema"):
+            raise StateCorruptError(self._path, "a SQLite database, but not memoryd's")
 
     def _migrate(self, migrations: Sequence[Migration]) -> None:
         supported = len(migrations)
         for position, migration in enumerate(migrations, start=1):
             if migration.version != position:
                 raise StateError(f"migration #{position} is numbered {migration.version}")
-        with self.transaction():
-            # Read the version under the write lock: another process may be migrating too.
-            current = self.schema_version
+        current = self.schema_version
+        while True:
             if current > supported:
                 raise StateVersionError(self._path, current, supported)
-        while (current := self.schema_version) < supported:
+            if current == supported:
+                return
             with self.transaction():
-                if self.schema_version != current:
-                    continue
-                for statement in migrations[current].statements:
-                    self.execute(statement)
-                self.execute(f"PRAGMA user_version = {current + 1}")
-                self.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+                # Read again under the write lock: another process may have migrated meanwhile.
+                current = self.schema_version
+                if current < supported:
+                    for statement in migrations[current].statements:
+                        self.execute(statement)
+                    self.execute(f"PRAGMA user_version = {current + 1}")
+                    self.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+            current = self.schema_version
 
 
 def _create_private_file(path: Path) -> None:

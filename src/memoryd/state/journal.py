@@ -207,6 +207,12 @@ class Journal:
         )
         return [_chunk(row) for row in rows]
 
+    def discard(self, chunk_key: str) -> bool:
+        """Forget a chunk in any state (e.g. one quarantined after its answer could not be
+        applied), so that `unfinished` stops offering it. Return whether it was known."""
+        cursor = self._db.execute("DELETE FROM chunks WHERE chunk_key = ?", (chunk_key,))
+        return cursor.rowcount == 1
+
     def prune_committed(self, before: datetime) -> int:
         """Delete committed chunks committed before `before`; return how many.
 

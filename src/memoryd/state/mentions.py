@@ -68,17 +68,20 @@ class MentionIndex:
     def append(self, agent: str, session_id: str, day: date, text: str) -> bool:
         """Add cleaned `text` to the conversation-day's indexed text.
 
-        A block already contained in the day's text is not added again, so re-reading the same
-        records after a crash does not grow the index. Return whether the text changed.
+        A block the day's text already holds between block boundaries is not added again, so
+        re-reading the same records after a crash does not grow the index. Return whether the
+        text changed.
         """
         if not text.strip():
             return False
         key = (agent, session_id, day_to_text(day))
         with self._db.transaction():
+            # A block counts as known only where it stands between block boundaries: then every
+            # whole word in it is a whole word of the text already, and no mention is lost.
             row = self._db.query_one(
-                "SELECT id, instr(text, ?) > 0 AS known FROM conversation_days"
-                " WHERE agent = ? AND session_id = ? AND day = ?",
-                (text, *key),
+                "SELECT id, instr(?1 || text || ?1, ?1 || ?2 || ?1) > 0 AS known"
+                " FROM conversation_days WHERE agent = ?3 AND session_id = ?4 AND day = ?5",
+                (BLOCK_SEPARATOR, text, *key),
             )
             if row is None:
                 self._db.execute(

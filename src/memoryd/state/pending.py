@@ -124,8 +124,8 @@ class PendingFacts:
 
     def remove(self, fact_ids: Iterable[int]) -> int:
         """Delete filed facts by id; return how many were deleted."""
-        ids = sorted(set(fact_ids))
-        with self._db.transaction():
-            before = self._db.scalar("SELECT total_changes()")
-            self._db.execute_many("DELETE FROM pending_facts WHERE id = ?", [(i,) for i in ids])
-            return int(self._db.scalar("SELECT total_changes()")) - int(before)
+        cursor = self._db.execute(
+            "DELETE FROM pending_facts WHERE id IN (SELECT value FROM json_each(?))",
+            (canonical_json(sorted(set(fact_ids))),),
+        )
+        return cursor.rowcount

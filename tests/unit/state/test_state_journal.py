@@ -243,6 +243,15 @@ def test_prune_committed_keeps_recent_and_unfinished_chunks(state: State) -> Non
     assert state.journal.get("open") is not None
 
 
+def test_discard_forgets_a_chunk_in_any_state(state: State) -> None:
+    state.runs.start("run-1", "heartbeat", at(0))
+    _answered(state, "k1")
+    assert state.journal.discard("k1")
+    assert not state.journal.discard("k1")
+    assert state.journal.unfinished() == []
+    assert state.journal.plan("k1", run_id="run-1", plan_json=PLAN, at=at(5)).state == "planned"
+
+
 def test_runs_record_start_end_and_counters(state: State) -> None:
     state.runs.start("r1", "heartbeat", at(0))
     state.runs.start("r2", "rewrite", at(1))

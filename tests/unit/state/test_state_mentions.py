@@ -161,3 +161,28 @@ def test_counting_agrees_with_a_whole_word_scan_of_every_day(
         pattern = re.compile(rf"(?<!\w){words}(?!\w)", re.IGNORECASE)
         expected = sum(1 for text in texts if text.strip() and pattern.search(text))
         assert state.mentions.count_mentions([name]) == expected
+
+
+def test_a_short_block_inside_a_longer_word_is_still_appended(state: State) -> None:
+    state.mentions.append("cos", "s1", DAY1, "Alice called")
+    assert state.mentions.append("cos", "s1", DAY1, "Al")
+    assert state.mentions.count_mentions(["Al"]) == 1
+
+
+@settings(max_examples=60, deadline=None)
+@given(blocks=st.lists(st.sampled_from(["Acme", "Al", "Alice", "Al\n\nAlice", "x y"]), max_size=6))
+def test_reading_the_same_blocks_again_changes_neither_text_nor_counts(
+    tmp_path_factory: pytest.TempPathFactory, blocks: list[str]
+) -> None:
+    with State.open(tmp_path_factory.mktemp("again") / "state.db") as state:
+        for block in blocks:
+            state.mentions.append("cos", "s1", DAY1, block)
+        text = state.mentions.text_of("cos", "s1", DAY1)
+        counts = [state.mentions.count_mentions([name]) for name in ("Acme", "Al", "Alice")]
+        for block in blocks:
+            assert not state.mentions.append("cos", "s1", DAY1, block)
+        assert state.mentions.text_of("cos", "s1", DAY1) == text
+        assert [state.mentions.count_mentions([n]) for n in ("Acme", "Al", "Alice")] == counts
+        for name in ("Acme", "Al", "Alice"):
+            said = name in " ".join(blocks).split()
+            assert state.mentions.count_mentions([name]) == (1 if said else 0)
