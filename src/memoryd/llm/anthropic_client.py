@@ -67,7 +67,6 @@ BatchStatus = Literal["in_progress", "canceling", "ended"]
 _T = TypeVar("_T")
 
 
-
 def _logger() -> Any:
     # Fetched per event rather than once at import, so a test's structlog.testing.capture_logs
     # sees the events even if logging was configured to cache loggers on first use.
