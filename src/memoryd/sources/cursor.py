@@ -1,0 +1,179 @@
+"""Per-file reading positions: what a reader remembers about a file between heartbeats.
+
+A `FileCursor` is a plain value. Reading never stores one: the reader returns new cursors and the
+caller persists them only after its git commit, so a heartbeat killed half-way re-reads the same
+bytes next time. Cursors serialize to canonical JSON (sorted keys, no spaces), so the same cursor
+always gives the same bytes.
+
+Invariants:
+- `position` is the offset just past the last complete line consumed (for a gzipped file, an
+  offset into the decompressed stream); a half-written last line is never consumed.
+- `identity` says which file the position belongs to: device, inode and the SHA-256 of the first
+  `head_length` bytes. A different inode, a shrunken file or a changed head means the position no
+  longer applies and the file is read again from the start, de-duplicated against `seen`.
+- `seen` holds short digests of the most recent record keys, at most `SEEN_LIMIT`; `horizon` is
+  the newest timestamp among keys that fell out of it. Both bound the cursor's size while still
+  recognising records already yielded when a file is read again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+from memoryd.errors import MemorydError
+
+HEAD_BYTES = 4096
+SEEN_LIMIT = 512
+_FORMAT_VERSION = 1
+_T = TypeVar("_T")
+
+
+class CursorError(MemorydError):
+    """A stored cursor cannot be decoded; the file it named will be read as new."""
+
+
+def key_digest(key: str) -> str:
+    """Return the short digest a record key is remembered by (12 hex characters)."""
+    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+
+
+@dataclass(frozen=True)
+class FileIdentity:
+    """Which file a position belongs to."""
+
+    device: int
+    inode: int
+    head_sha256: str
+    head_length: int
+
+
+@dataclass(frozen=True)
+class FileCursor:
+    """Everything a reader remembers about one file. See the module docstring for invariants."""
+
+    path: str
+    identity: FileIdentity
+    position: int = 0
+    line: int = 0  # complete lines consumed, so provenance line numbers stay right
+    size: int = 0  # on-disk size when last scanned
+    mtime_ns: int = 0
+    at_eof: bool = False  # the last scan reached the end of the file at `size`
+    in_long_line: bool = False  # the position is inside an over-long line being skipped
+    not_before: datetime | None = None  # backfill cutoff for a file first seen with a source
+    reread_until: int | None = None  # de-duplicate lines starting before this offset
+    seen: tuple[str, ...] = ()
+    horizon: datetime | None = None
+    last_timestamp: datetime | None = None  # stands in for records that carry no time
+    state: Mapping[str, Any] = field(default_factory=dict)  # per-format, JSON-serializable
+
+    def remember(self, keys: Iterable[tuple[str, datetime | None]]) -> FileCursor:
+        """Return a copy with `keys` (digest, timestamp) added to `seen`, oldest dropped first."""
+        seen = list(self.seen)
+        stamps: dict[str, datetime | None] = {}
+        for digest, stamp in keys:
+            seen.append(digest)
+            stamps[digest] = stamp
+        horizon = self.horizon
+        if len(seen) > SEEN_LIMIT:
+            dropped = seen[: len(seen) - SEEN_LIMIT]
+            seen = seen[len(seen) - SEEN_LIMIT :]
+            for digest in dropped:
+                stamp = stamps.get(digest)
+                if stamp is not None and (horizon is None or stamp > horizon):
+                    horizon = stamp
+        return replace(self, seen=tuple(seen), horizon=horizon)
+
+    def to_json(self) -> str:
+        """Return the cursor as canonical JSON."""
+        document = {
+            "version": _FORMAT_VERSION,
+            "path": self.path,
+            "identity": {
+                "device": self.identity.device,
+                "inode": self.identity.inode,
+                "head_sha256": self.identity.head_sha256,
+                "head_length": self.identity.head_length,
+            },
+            "position": self.position,
+            "line": self.line,
+            "size": self.size,
+            "mtime_ns": self.mtime_ns,
+            "at_eof": self.at_eof,
+            "in_long_line": self.in_long_line,
+            "not_before": _time_text(self.not_before),
+            "reread_until": self.reread_until,
+            "seen": list(self.seen),
+            "horizon": _time_text(self.horizon),
+            "last_timestamp": _time_text(self.last_timestamp),
+            "state": self.state,
+        }
+        return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+    @classmethod
+    def from_json(cls, text: str) -> FileCursor:
+        """Given text that `to_json` produced, return the cursor. Raise CursorError otherwise."""
+        try:
+            return _decode(json.loads(text))
+        except CursorError:
+            raise
+        except (ValueError, KeyError, TypeError, AttributeError) as error:
+            raise CursorError(f"not a stored cursor: {error}") from None
+
+
+def _decode(document: Any) -> FileCursor:
+    if document.get("version") != _FORMAT_VERSION:
+        raise CursorError(f"unknown cursor version {document.get('version')!r}")
+    identity = document["identity"]
+    state = document["state"]
+    if not isinstance(state, dict):
+        raise CursorError("cursor state is not an object")
+    return FileCursor(
+        path=_typed(document["path"], str),
+        identity=FileIdentity(
+            device=_typed(identity["device"], int),
+            inode=_typed(identity["inode"], int),
+            head_sha256=_typed(identity["head_sha256"], str),
+            head_length=_typed(identity["head_length"], int),
+        ),
+        position=_typed(document["position"], int),
+        line=_typed(document["line"], int),
+        size=_typed(document["size"], int),
+        mtime_ns=_typed(document["mtime_ns"], int),
+        at_eof=_typed(document["at_eof"], bool),
+        in_long_line=_typed(document["in_long_line"], bool),
+        not_before=_parse_time(document["not_before"]),
+        reread_until=_optional_int(document["reread_until"]),
+        seen=tuple(_typed(item, str) for item in document["seen"]),
+        horizon=_parse_time(document["horizon"]),
+        last_timestamp=_parse_time(document["last_timestamp"]),
+        state=state,
+    )
+
+
+def _typed(value: object, kind: type[_T]) -> _T:
+    # bool is an int subclass; a position must never silently come back as True.
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise CursorError(f"expected {kind.__name__}, found {type(value).__name__}")
+    return value
+
+
+def _optional_int(value: object) -> int | None:
+    return None if value is None else _typed(value, int)
+
+
+def _time_text(value: datetime | None) -> str | None:
+    return None if value is None else value.astimezone(UTC).isoformat()
+
+
+def _parse_time(value: object) -> datetime | None:
+    if value is None:
+        return None
+    moment = datetime.fromisoformat(_typed(value, str))
+    if moment.tzinfo is None:
+        raise CursorError("cursor time has no time zone")
+    return moment.astimezone(UTC)

@@ -1,0 +1,107 @@
+"""OpenClaw session logs (`~/.openclaw/agents/<agent>/sessions/<session>.jsonl`).
+
+Rules (research: transcript-formats.md §2):
+- Line 1 is the session header (`type: session`) naming the session; older pi-mono files have no
+  header and no ids and are read as a plain list named after the file.
+- Every entry is a tree node (`id`, `parentId`); `message` entries with role user, assistant or
+  toolResult carry dialogue, the rest (model changes, custom entries, compaction) are structural.
+  Abandoned branches are dropped (see `_tree`).
+- Assistant mirrors of text already delivered to a channel (`provider: openclaw`,
+  `model: delivery-mirror`) and gateway-injected notices are duplicates or noise and dropped.
+- The "Sender (untrusted metadata)" envelope and the `[Sun 2026-03-08 22:03 GMT+9]` stamp a
+  gateway wraps around user text are removed, as is the `[[reply_to_current]]` reply tag.
+- Reset archives (`*.reset.<ts>`), deleted copies and checkpoints are not read.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from memoryd.sources.formats import Decoder, LineFormat
+from memoryd.sources.records import Part, Record, content_parts, load_object, parse_timestamp
+
+_ENVELOPE = re.compile(
+    r"^\s*Sender \(untrusted metadata\):\s*```(?:json)?\s*\n.*?\n```\s*", re.DOTALL
+)
+_STAMP = re.compile(r"^\s*\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) \d{4}-\d{2}-\d{2} [^\]]*\]\s*")
+_REPLY_TAG = re.compile(r"\[\[\s*reply_to[^\]]*\]\]\s*")
+_ARCHIVE_MARKERS = (".reset.", ".deleted.", ".checkpoint.", ".bak")
+_DROPPED_MODELS = {"delivery-mirror", "gateway-injected"}
+
+
+class OpenClawFormat(LineFormat):
+    name = "openclaw"
+    natural_keys = True
+    tree = True
+
+    def accepts(self, path: Path) -> bool:
+        return path.name.endswith(".jsonl") and not any(m in path.name for m in _ARCHIVE_MARKERS)
+
+    def decoder(self, path: Path, state: Mapping[str, Any]) -> Decoder:
+        return _OpenClawDecoder(str(state.get("session", path.stem)))
+
+
+class _OpenClawDecoder(Decoder):
+    def __init__(self, session: str) -> None:
+        self._session = session
+
+    def decode(self, raw: bytes, line: int) -> list[Record]:
+        entry = load_object(raw)
+        kind = entry.get("type")
+        if kind == "session":
+            if isinstance(entry.get("id"), str) and entry["id"]:
+                self._session = str(entry["id"])
+            return []
+        uid = entry.get("id") if isinstance(entry.get("id"), str) else None
+        parent = entry.get("parentId") if isinstance(entry.get("parentId"), str) else None
+        record = Record(
+            line=line,
+            end_line=line,
+            session_id=self._session,
+            timestamp=parse_timestamp(entry.get("timestamp")),
+            key=str(uid) if uid else None,
+            uid=str(uid) if uid else None,
+            parent=str(parent) if parent else None,
+        )
+        message = entry.get("message")
+        if kind != "message" or not isinstance(message, dict):
+            return [record] if uid else []
+        record.leaf_candidate = True
+        if record.timestamp is None:
+            record.timestamp = parse_timestamp(message.get("timestamp"))
+        record.parts = _parts(message)
+        return [record]
+
+    def state(self) -> dict[str, Any]:
+        return {"session": self._session}
+
+
+def _parts(message: dict[str, object]) -> list[Part]:
+    role = message.get("role")
+    content = message.get("content")
+    if role == "user":
+        parts = content_parts(content, "user")
+        cleaned = [
+            Part(p.role, _unwrap(p.text), p.trusted) if p.role == "user" else p for p in parts
+        ]
+        return [part for part in cleaned if part.text.strip()]
+    if role == "assistant":
+        if message.get("model") in _DROPPED_MODELS:
+            return []
+        parts = content_parts(content, "assistant")
+        cleaned = [Part(p.role, _REPLY_TAG.sub("", p.text).strip(), p.trusted) for p in parts]
+        return [part for part in cleaned if part.text]
+    if role in {"toolResult", "bashExecution"}:
+        text = "\n".join(p.text for p in content_parts(content, "tool"))
+        if role == "bashExecution" and not text:
+            text = str(message.get("output") or "")
+        return [Part("tool", text, trusted=False)] if text.strip() else []
+    return []
+
+
+def _unwrap(text: str) -> str:
+    text = _ENVELOPE.sub("", text, count=1)
+    return _STAMP.sub("", text, count=1).strip()

@@ -1,0 +1,298 @@
+"""`SourceReader`: one configured source of one agent, read incrementally.
+
+A read walks the source's files in sorted order, reads each from its cursor (see `_files`) until
+the byte budget is spent, and returns new conversations plus the cursors to commit. It never
+stores anything. Isolation: a bad line is counted and skipped; a file that cannot be read (no
+permission, broken gzip, broken export) is reported as a `SkipReport` and logged as
+`source.skipped`, keeps its previous cursor, and the other files go on.
+
+Files move: a path whose cursor has no file any more is *forgotten*, unless a newly found file
+takes its place — the same device and inode under a new name (rotation), or the same lineage
+(a Paperclip run log replaced by its gzipped copy) — in which case reading continues where it
+stopped instead of starting over.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import os
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from pathlib import Path
+
+import structlog
+
+from memoryd.settings import SourceSettings
+from memoryd.sources._files import (
+    FileOutcome,
+    ReadArguments,
+    ReadOptions,
+    placeholder_cursor,
+    read_document_file,
+    read_line_file,
+    unchanged,
+)
+from memoryd.sources.cursor import FileCursor, FileIdentity
+from memoryd.sources.discovery import discover
+from memoryd.sources.formats import DocumentFormat, LineFormat, MalformedDocumentError
+from memoryd.sources.model import Conversation
+from memoryd.sources.registry import get_format
+
+DEFAULT_MAX_BYTES = 32 * 1024 * 1024
+DEFAULT_MAX_LINE_BYTES = 8 * 1024 * 1024
+DEFAULT_BLOCK_BYTES = 1024 * 1024
+
+_EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
+_log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class SkipReport:
+    """A file that could not be read this time; it keeps its cursor and is tried again."""
+
+    path: str
+    reason: str
+
+
+@dataclass
+class ReadStats:
+    """Counts for one read, for logs and `memoryd status`."""
+
+    files_seen: int = 0
+    files_read: int = 0
+    files_restarted: int = 0  # replaced, truncated or rewritten, read again from the start
+    files_forgotten: int = 0
+    files_moved: int = 0  # followed to a new path (rotation, gzipped run log)
+    bytes_read: int = 0
+    lines_read: int = 0
+    malformed_lines: int = 0
+    long_lines: int = 0
+    duplicates_dropped: int = 0
+    before_since_dropped: int = 0
+    turns: int = 0
+
+    def add(self, outcome: FileOutcome) -> None:
+        self.files_read += 1
+        self.files_restarted += outcome.restarted is not None
+        self.bytes_read += outcome.consumed
+        self.lines_read += outcome.lines
+        self.malformed_lines += outcome.malformed
+        self.long_lines += outcome.long_lines
+        self.duplicates_dropped += outcome.duplicates
+        self.before_since_dropped += outcome.before_since
+        self.turns += sum(len(c.turns) for c in outcome.conversations)
+
+
+@dataclass
+class ReadResult:
+    """What a read found. `cursors` replaces the source's cursors once the caller has committed."""
+
+    conversations: list[Conversation]
+    cursors: dict[str, FileCursor]
+    skipped: list[SkipReport] = field(default_factory=list)
+    stats: ReadStats = field(default_factory=ReadStats)
+    more: bool = False  # the byte budget ran out before everything new was read
+
+
+class SourceReader:
+    """Reads one source (`SourceSettings`) of one agent. See the package docstring for the API."""
+
+    def __init__(
+        self,
+        agent: str,
+        source: SourceSettings,
+        *,
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+        block_bytes: int = DEFAULT_BLOCK_BYTES,
+    ) -> None:
+        self.agent = agent
+        self.source = source
+        self.format = get_format(source.format)
+        self._options = ReadOptions(agent, source.routine, max_line_bytes, block_bytes)
+
+    def files(self) -> list[Path]:
+        """The files the source names right now, sorted."""
+        found = discover(self.source.path, self.format.accepts)
+        if isinstance(self.format, LineFormat):
+            found = self.format.select(found)
+        return found
+
+    def read(
+        self,
+        cursors: Mapping[str, FileCursor],
+        *,
+        since: datetime | None,
+        first_sight: bool,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+    ) -> ReadResult:
+        """Return what appeared since `cursors`, with the cursors to commit after filing it.
+
+        `first_sight` says the source has never been read: content older than `since` (the
+        backfill cutoff, aware UTC; None for everything) is then skipped. At most about
+        `max_bytes` are consumed; `more` says whether another read would find more.
+        """
+        not_before = since if first_sight else None
+        stats = ReadStats()
+        result = ReadResult(conversations=[], cursors={}, stats=stats)
+        orphans = {key: cursor for key, cursor in cursors.items()}
+        paths = self.files()
+        for path in paths:
+            orphans.pop(str(path), None)
+        budget = max_bytes
+        for path in paths:
+            key = str(path)
+            try:
+                status = path.stat()
+            except FileNotFoundError:
+                continue  # gone between the walk and now: nothing to read
+            except OSError as error:
+                self._skip(result, key, f"cannot stat: {error.strerror or error}")
+                self._keep(result, cursors.get(key))
+                continue
+            stats.files_seen += 1
+            cursor = cursors.get(key)
+            if cursor is None:
+                cursor = self._adopt(path, status, orphans)
+                stats.files_moved += cursor is not None
+            if cursor is not None and unchanged(cursor, status):
+                result.cursors[key] = cursor
+                continue
+            if budget <= 0:
+                result.more = True
+                self._defer(result, path, status, cursor, not_before)
+                continue
+            outcome = self._read_file(
+                result,
+                path=path,
+                status=status,
+                cursor=cursor,
+                not_before=not_before,
+                budget=budget,
+            )
+            if outcome is None:
+                continue
+            budget -= max(outcome.consumed, 1)
+            stats.add(outcome)
+            result.conversations.extend(outcome.conversations)
+            result.cursors[key] = outcome.cursor
+            if not outcome.at_eof:
+                result.more = True
+        stats.files_forgotten = len(orphans)
+        return result
+
+    def lag(self, cursors: Mapping[str, FileCursor]) -> dict[str, int]:
+        """Bytes of each current file not read yet (for `memoryd status`); never opens a file."""
+        lags: dict[str, int] = {}
+        for path in self.files():
+            try:
+                status = path.stat()
+            except OSError:
+                continue
+            cursor = cursors.get(str(path))
+            if cursor is None:
+                lags[str(path)] = status.st_size
+            elif unchanged(cursor, status):
+                lags[str(path)] = 0
+            elif (
+                isinstance(self.format, DocumentFormat)
+                or self.format.compressed(path)
+                or (cursor.identity.device, cursor.identity.inode) != (status.st_dev, status.st_ino)
+                or status.st_size < cursor.position
+            ):
+                lags[str(path)] = status.st_size
+            else:
+                lags[str(path)] = status.st_size - cursor.position
+        return lags
+
+    def _read_file(  # noqa: PLR0917 - private; called once, with keywords
+        self,
+        result: ReadResult,
+        path: Path,
+        status: os.stat_result,
+        cursor: FileCursor | None,
+        not_before: datetime | None,
+        budget: int,
+    ) -> FileOutcome | None:
+        fmt = self.format
+        arguments = ReadArguments(path, status, cursor, not_before, self._options, budget)
+        try:
+            if isinstance(fmt, DocumentFormat):
+                outcome = read_document_file(fmt, arguments)
+            else:
+                outcome = read_line_file(fmt, arguments)
+        except (OSError, EOFError, zlib.error, gzip.BadGzipFile, MalformedDocumentError) as error:
+            reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+            self._skip(result, str(path), reason or type(error).__name__)
+            self._keep(result, cursor)
+            return None
+        if outcome.restarted is not None:
+            _log.info(
+                "source.restarted",
+                path=str(path),
+                reason=outcome.restarted,
+                agent=self.agent,
+                format=fmt.name,
+            )
+        if outcome.malformed or outcome.long_lines:
+            _log.info(
+                "source.lines_skipped",
+                path=str(path),
+                malformed=outcome.malformed,
+                too_long=outcome.long_lines,
+                agent=self.agent,
+                format=fmt.name,
+            )
+        return outcome
+
+    def _adopt(
+        self, path: Path, status: os.stat_result, orphans: dict[str, FileCursor]
+    ) -> FileCursor | None:
+        """Continue a cursor whose file moved to `path` (rotation or a Paperclip gzip)."""
+        for key, orphan in orphans.items():
+            if (orphan.identity.device, orphan.identity.inode) == (status.st_dev, status.st_ino):
+                del orphans[key]
+                return replace(orphan, path=str(path))
+        lineage = self.format.lineage(path) if isinstance(self.format, LineFormat) else None
+        if lineage is None:
+            return None
+        for key, orphan in orphans.items():
+            if isinstance(self.format, LineFormat) and self.format.lineage(Path(key)) == lineage:
+                del orphans[key]
+                # Same content under a new file: keep the position, take the new identity.
+                identity = FileIdentity(status.st_dev, status.st_ino, _EMPTY_SHA256, 0)
+                return replace(orphan, path=str(path), identity=identity, size=-1, at_eof=False)
+        return None
+
+    def _defer(
+        self,
+        result: ReadResult,
+        path: Path,
+        status: os.stat_result,
+        cursor: FileCursor | None,
+        not_before: datetime | None,
+    ) -> None:
+        """Keep a file for the next read; a new file of a new source remembers the cutoff."""
+        if cursor is not None:
+            result.cursors[str(path)] = cursor
+        elif not_before is not None:
+            try:
+                result.cursors[str(path)] = placeholder_cursor(path, status, not_before)
+            except OSError as error:
+                self._skip(result, str(path), error.strerror or str(error))
+
+    def _keep(self, result: ReadResult, cursor: FileCursor | None) -> None:
+        if cursor is not None:
+            result.cursors[cursor.path] = cursor
+
+    def _skip(self, result: ReadResult, path: str, reason: str) -> None:
+        result.skipped.append(SkipReport(path, reason))
+        _log.warning(
+            "source.skipped",
+            path=path,
+            reason=reason,
+            agent=self.agent,
+            format=self.format.name,
+        )
