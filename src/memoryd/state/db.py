@@ -125,16 +125,17 @@ class StateDB:
         self._depth += 1
         try:
             yield
+            self.execute(commit)
         except BaseException:
-            self._depth -= 1
-            # SQLite may already have rolled back by itself (e.g. on a full disk).
+            # SQLite may already have rolled back by itself (e.g. on a full disk); a failed
+            # COMMIT, though, leaves the transaction open, and it must not leak into the next.
             if self._connection.in_transaction:
                 with contextlib.suppress(sqlite3.Error):
                     for statement in rollback:
                         self._connection.execute(statement)
             raise
-        self._depth -= 1
-        self.execute(commit)
+        finally:
+            self._depth -= 1
 
     @property
     def in_transaction(self) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 import stat
+import threading
 from pathlib import Path
 
 import pytest
@@ -191,3 +192,41 @@ def test_a_writer_locked_out_past_the_busy_timeout_gets_a_transient_error(
                 other.meta.set("x", "2")
         assert isinstance(caught.value, TransientError)
         assert other.meta.get("x") == "1"
+
+
+def test_processes_opening_a_fresh_database_at_once_migrate_it_once(state_path: Path) -> None:
+    barrier = threading.Barrier(4)
+    versions: list[int] = []
+    errors: list[BaseException] = []
+
+    def open_it() -> None:
+        barrier.wait()
+        try:
+            with StateDB.open(state_path) as db:
+                versions.append(db.schema_version)
+        except BaseException as error:  # noqa: BLE001 - reported to the test thread below
+            errors.append(error)
+
+    threads = [threading.Thread(target=open_it) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert errors == []
+    assert versions == [len(MIGRATIONS)] * 4
+
+
+def test_a_failed_commit_does_not_leave_a_transaction_open(state: State) -> None:
+    # A deferred foreign key is only checked at COMMIT, which then fails.
+    state.db.execute("PRAGMA defer_foreign_keys = ON")
+    with pytest.raises(StateError, match="FOREIGN KEY"), state.transaction():
+        state.db.execute(
+            "INSERT INTO chunks (chunk_key, state, run_id, plan_json, planned_at)"
+            " VALUES ('k', 'planned', 'no-such-run', '{}', 'x')"
+        )
+    assert not state.db.in_transaction
+    with state.transaction():
+        state.meta.set("next", "works")
+    assert state.meta.get("next") == "works"
+    assert state.journal.get("k") is None
