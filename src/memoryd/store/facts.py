@@ -26,7 +26,7 @@ from datetime import date
 from typing import Final, Literal, get_args
 
 from memoryd.errors import StoreError
-from memoryd.store._text import normalize_statement, one_line
+from memoryd.store._text import normalize_statement, one_line, words
 from memoryd.store.catalog import EntityCatalog
 from memoryd.store.entities import Entity
 from memoryd.store.items import Fact, FactSource, parse_items, render_items, split_fact_id
@@ -121,8 +121,8 @@ class FactFile:
         """File `draft` (see the module docstring for dedup and supersession) and say what
         happened. Raise InvalidFactError for empty text or an unknown category."""
         text = one_line(draft.fact)
-        if not text:
-            raise InvalidFactError(f"empty fact for {self.entity.ref}")
+        if not words(text):
+            raise InvalidFactError(f"empty fact (no letter or digit) for {self.entity.ref}")
         if draft.category not in CATEGORIES:
             raise InvalidFactError(
                 f"unknown fact category {draft.category!r}; expected one of {', '.join(CATEGORIES)}"
