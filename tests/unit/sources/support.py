@@ -1,0 +1,40 @@
+"""Shared helpers for the source reader tests: fixture location and whole-source reads."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from pathlib import Path
+
+from memoryd.settings import SourceSettings
+from memoryd.sources.cursor import FileCursor
+from memoryd.sources.model import Turn
+from memoryd.sources.reader import ReadResult, SourceReader
+
+# CI puts the shared folder beside the clone; the samples are read in place, never copied.
+FIXTURES = Path(__file__).resolve().parents[3].parent / "shared" / "fixtures" / "transcripts"
+
+
+def make_reader(fmt: str, path: Path | str, *, routine: str | None = None) -> SourceReader:
+    return SourceReader("tester", SourceSettings(format=fmt, path=str(path), routine=routine))
+
+
+def read_once(
+    reader: SourceReader,
+    cursors: Mapping[str, FileCursor] | None = None,
+    *,
+    since: datetime | None = None,
+    first_sight: bool | None = None,
+    max_bytes: int = 32 * 1024 * 1024,
+) -> ReadResult:
+    cursors = cursors or {}
+    sight = first_sight if first_sight is not None else not cursors
+    return reader.read(cursors, since=since, first_sight=sight, max_bytes=max_bytes)
+
+
+def all_turns(result: ReadResult) -> list[Turn]:
+    return [turn for conversation in result.conversations for turn in conversation.turns]
+
+
+def texts(result: ReadResult, role: str | None = None) -> list[str]:
+    return [turn.text for turn in all_turns(result) if role is None or turn.role == role]
