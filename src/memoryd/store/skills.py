@@ -11,8 +11,9 @@ Agent, routine and topic names are slugified by memoryd: no path is ever taken f
 is never stored twice in one file (compared with `normalize_statement`).
 
 A tip's topic joins an existing topic instead of starting a near-duplicate one when, in this
-order: the two slugs are equal; their words are equal (accents, case, punctuation ignored); or
-the words of one are a subset of the other's ("fail2ban" and "fail2ban jails"). Among several
+order: the two slugs are equal; their words are equal (accents, case, punctuation ignored) or
+equal once run together ("fail-2ban", "e-mail"); or the words of one are a subset of the
+other's ("fail2ban" and "fail2ban jails"). Among several
 candidates the earliest rule wins, then the most words in common, then the smallest slug. The
 rule is deliberately simple: a stray merge costs little, and the weekly consolidation rewrites
 the topics anyway. The index may grow past 50 lines in between; consolidation brings it back.
@@ -83,13 +84,14 @@ def _clean(text: str, what: str) -> str:
 def match_topic(topic: str, existing: Iterable[_Topic]) -> _Topic | None:
     """The existing topic that `topic` should join, by the rule in the module docstring."""
     slug, topic_words = topic_slug(topic), set(words(topic))
+    run_together = "".join(words(topic))
     best: tuple[int, int, str] | None = None
     chosen = None
     for candidate in existing:
         candidate_words = set(words(candidate.name)) | set(candidate.slug.split("-"))
         if candidate.slug == slug:
             rank = 0
-        elif candidate_words == topic_words:
+        elif candidate_words == topic_words or "".join(words(candidate.name)) == run_together:
             rank = 1
         elif topic_words <= candidate_words or candidate_words <= topic_words:
             rank = 2
