@@ -5,15 +5,17 @@ It speaks just enough of the API for memoryd: ``POST /v1/messages``, ``POST
 ``results_url``. It listens on 127.0.0.1 on a free port, in a background thread.
 
 Scripting. Each request that needs a model answer (a message, or one request inside a batch)
-takes the next answer from a queue; when the queue is empty, ``handler(request)`` computes one;
+takes the next answer from a queue; when the queue is empty, ``handler(request)`` computes one
+(an exception it raises is kept in ``handler_errors`` and answered with a 500 not to retry);
 without a handler, ``default`` is repeated; with none of these the server answers 400, so an
 unscripted call is loud. Answers are ``ToolUse`` (a ``tool_use`` block with the given input, for
 the tool the request forced unless named), ``Text`` (no tool call) and ``Error`` (an HTTP error
 shaped like the real API's ``{"type": "error", "error": {...}}``, with extra headers such as
 ``retry-after``). Any answer may carry ``delay_seconds`` to provoke client timeouts.
 ``fail_next(*errors)`` makes the next HTTP requests on *any* endpoint fail (batch endpoints
-included) before the queue is consulted. Every HTTP request is recorded (method, path,
-lower-cased headers, JSON body) in ``requests``.
+included) before the queue is consulted; ``cut_results_streams=N`` breaks the first N batch
+results downloads halfway, as a dropped connection would. Every HTTP request is recorded
+(method, path, lower-cased headers, JSON body) in ``requests``.
 
 Lifecycle. Use it as a context manager (``with FakeAnthropicServer() as server:``); ``stop()``
 wakes delayed answers, shuts the server down and joins every thread, so no thread or socket
@@ -131,6 +133,8 @@ class _Response:
     body: bytes
     headers: Mapping[str, str] = field(default_factory=dict)
     delay_seconds: float = 0.0
+    # Announce the whole body but send half and hang up, as a dropped connection would.
+    cut_short: bool = False
 
 
 class FakeAnthropicServer:
@@ -145,6 +149,7 @@ class FakeAnthropicServer:
         usage: FakeUsage | None = None,
         api_key: str | None = None,
         batch_polls_before_end: int = 0,
+        cut_results_streams: int = 0,
         record_path: Path | None = None,
     ) -> None:
         self._answers: deque[Answer] = deque(answers)
@@ -154,8 +159,10 @@ class FakeAnthropicServer:
         self._usage = usage or FakeUsage()
         self._api_key = api_key
         self._batch_polls_before_end = batch_polls_before_end
+        self._cut_results_streams = cut_results_streams
         self._record_path = record_path
         self._requests: list[RecordedRequest] = []
+        self._handler_errors: list[Exception] = []
         self._batches: dict[str, _Batch] = {}
         self._counter = 0
         self._lock = threading.Lock()
@@ -228,6 +235,12 @@ class FakeAnthropicServer:
         return [r for r in self.requests if r.method == "POST" and r.path == "/v1/messages"]
 
     @property
+    def handler_errors(self) -> list[Exception]:
+        """Exceptions the handler raised; each was answered with a 500 that is not retried."""
+        with self._lock:
+            return list(self._handler_errors)
+
+    @property
     def pending_answers(self) -> int:
         with self._lock:
             return len(self._answers)
@@ -281,7 +294,15 @@ class FakeAnthropicServer:
             if self._answers:
                 return self._answers.popleft()
         if self._handler is not None:
-            return self._handler(request)
+            try:
+                return self._handler(request)
+            except Exception as error:  # noqa: BLE001 - a test's handler bug must reach the test
+                with self._lock:
+                    self._handler_errors.append(error)
+                # Not retried, so the client fails at once and the test can look here.
+                return Error(
+                    500, "api_error", f"fake handler raised {error!r}", {"x-should-retry": "false"}
+                )
         if self._default is not None:
             return self._default
         return Error(400, "invalid_request_error", "fake server: no answer was scripted")
@@ -390,7 +411,10 @@ class FakeAnthropicServer:
         if batch is None:
             return self._error(Error(404, "not_found_error", f"no batch {batch_id}"))
         body = "".join(line + "\n" for line in batch.lines).encode()
-        return _Response(200, body, {"content-type": "application/binary"})
+        with self._lock:
+            cut = self._cut_results_streams > 0
+            self._cut_results_streams -= cut
+        return _Response(200, body, {"content-type": "application/binary"}, cut_short=cut)
 
     def _error(self, error: Error) -> _Response:
         request_id = self._next_id("req")
@@ -467,7 +491,8 @@ class _RequestHandler(BaseHTTPRequestHandler):
                 self.send_header(name, value)
             self.send_header("content-length", str(len(response.body)))
             self.end_headers()
-            self.wfile.write(response.body)
+            body = response.body[: len(response.body) // 2] if response.cut_short else response.body
+            self.wfile.write(body)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client timed out and hung up: exactly what a delay is meant to provoke
 

@@ -15,6 +15,7 @@ This is the only module that imports `anthropic`. Its invariants:
   422, ...).
 - Each retry logs `llm.retry`; a call that fails for good logs `llm.failed`. Both carry the
   operation, attempt, status, error class, request id and wait; never content or the key.
+  A successful call logs `llm.called` at debug level with its usage.
 - Every call forces its one tool; the stable prefix (system block and tool definition) is
   marked `cache_control: ephemeral` when the request asks for it.
 """
@@ -30,6 +31,7 @@ from types import TracebackType
 from typing import Any, Literal, TypeVar, cast
 
 import anthropic
+import httpx2
 import structlog
 from anthropic.types import Message, ToolUseBlock
 from anthropic.types.messages import MessageBatchIndividualResponse
@@ -153,7 +155,19 @@ class AnthropicClient:
         """Send one forced-tool request; see `LLMClient.call_tool`."""
         params = message_params(request)
         message = self._call("messages.create", lambda: self._sdk.messages.create(**params))
-        return _tool_result(message, request.tool.name, message._request_id)
+        result = _tool_result(message, request.tool.name, message._request_id)
+        _logger().debug(
+            "llm.called",
+            model=result.model,
+            request_id=result.request_id,
+            stop_reason=result.stop_reason,
+            tool_called=result.tool_input is not None,
+            input_tokens=result.usage.input_tokens,
+            output_tokens=result.usage.output_tokens,
+            cache_creation_input_tokens=result.usage.cache_creation_input_tokens,
+            cache_read_input_tokens=result.usage.cache_read_input_tokens,
+        )
+        return result
 
     def submit_batch(self, requests: Sequence[tuple[str, ToolRequest]]) -> str:
         """Submit `(custom_id, request)` pairs as one Message Batch; return the batch id.
@@ -196,6 +210,13 @@ class AnthropicClient:
         decoder = self._sdk.messages.batches.results(batch_id)
         try:
             outcomes = {item.custom_id: _batch_outcome(item) for item in decoder}
+        except httpx2.TransportError as error:
+            # The SDK translates transport failures only while it waits for the response
+            # head; one in the middle of the streamed JSONL arrives raw. Give it the SDK's
+            # shape so that the retry policy and error translation treat it the same.
+            if isinstance(error, httpx2.TimeoutException):
+                raise anthropic.APITimeoutError(request=error.request) from error
+            raise anthropic.APIConnectionError(request=error.request) from error
         finally:
             decoder.close()
         return dict(sorted(outcomes.items()))

@@ -16,7 +16,7 @@ from memoryd.llm.anthropic_client import (
     BatchNotEndedError,
     InvalidBatchError,
 )
-from memoryd.llm.base import ToolRequest, ToolResult, ToolSpec
+from memoryd.llm.base import ToolRequest, ToolResult, ToolSpec, TransientLLMError
 from memoryd.llm.prices import Usage
 
 ClientFactory = Callable[..., AnthropicClient]
@@ -156,3 +156,29 @@ def test_any_id_inside_the_rule_is_sent(
 ) -> None:
     batch_id = shared_server_client.submit_batch([(custom_id, SMALL_REQUEST)])
     assert list(shared_server_client.batch_results(batch_id)) == [custom_id]
+
+
+def test_a_results_download_cut_halfway_is_retried(
+    make_client: ClientFactory, make_request: RequestFactory, waits: list[float]
+) -> None:
+    with FakeAnthropicServer(default=ToolUse({"facts": []}), cut_results_streams=1) as server:
+        client = make_client(base_url=server.base_url)
+        batch_id = client.submit_batch([(f"item-{n}", make_request()) for n in range(20)])
+
+        results = client.batch_results(batch_id)
+
+        downloads = [r for r in server.requests if r.path.endswith("/results")]
+    assert len(downloads) == 2
+    assert len(waits) == 1
+    assert sorted(results) == sorted(f"item-{n}" for n in range(20))
+
+
+def test_a_results_download_that_keeps_breaking_is_a_transient_error(
+    make_client: ClientFactory, make_request: RequestFactory
+) -> None:
+    with FakeAnthropicServer(default=ToolUse({"facts": []}), cut_results_streams=9) as server:
+        client = make_client(base_url=server.base_url, max_attempts=2)
+        batch_id = client.submit_batch([(f"item-{n}", make_request()) for n in range(20)])
+
+        with pytest.raises(TransientLLMError):
+            client.batch_results(batch_id)

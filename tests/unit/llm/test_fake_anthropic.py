@@ -190,3 +190,19 @@ def _wait_for_port(port_file: Path, process: subprocess.Popen[bytes]) -> int:
             raise AssertionError("the fake server did not start within 30 s")
         time.sleep(0.02)
     return int(port_file.read_text())
+
+
+def test_a_failing_handler_is_reported_not_swallowed(make_request: RequestFactory) -> None:
+    def broken(request: RecordedRequest) -> ToolUse:
+        raise KeyError("facts")
+
+    with (
+        FakeAnthropicServer(handler=broken) as server,
+        AnthropicClient(api_key="k", base_url=server.base_url) as client,
+    ):
+        with pytest.raises(TransientLLMError, match="fake handler raised"):
+            client.call_tool(make_request())
+        errors = server.handler_errors
+
+    assert len(server.requests) == 1
+    assert [type(error) for error in errors] == [KeyError]
