@@ -177,7 +177,8 @@ def _conversation(
         if not parts:
             continue
         newest = max(newest, stamp)
-        if stamp <= floor:
+        # Already yielded: up to and including the mark. Before the cutoff: strictly older.
+        if stamp <= floor if previous is not None else stamp < floor:
             older += previous is None
             continue
         records.append(

@@ -90,7 +90,8 @@ class _MarkdownDecoder(Decoder):
                 return []
             self._first = line
         self._lines.append(text)
-        self._last = line
+        if text.strip():
+            self._last = line
         return []
 
     def _read_preamble(self, text: str) -> None:
