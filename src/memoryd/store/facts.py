@@ -234,6 +234,8 @@ class FactBook:
         if opened is None:
             opened = FactFile(self._tx, current)
             self._files[current.ref] = opened
+        # The entity may have moved (archived or back) since the file was opened.
+        opened.entity, opened.path = current, current.items_path
         return opened
 
     def lookup_fact(self, fact_id: str) -> tuple[Entity, Fact] | None:

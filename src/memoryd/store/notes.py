@@ -36,6 +36,8 @@ _INTROS: Final = {
         "once it qualifies."
     ),
 }
+# Not strftime("%A"): that follows the process locale, and the note must not depend on it.
+_WEEKDAYS: Final = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 _TIMED = re.compile(r"^- (\d{2}:\d{2}) ")
 
 
@@ -76,7 +78,7 @@ def add_pending_facts(tx: FileTransaction, day: date, facts: Iterable[PendingFac
 
 def _header(day: date) -> list[str]:
     return [
-        f"# {day.isoformat()} ({day.strftime('%A')})",
+        f"# {day.isoformat()} ({_WEEKDAYS[day.weekday()]})",
         "",
         "Daily note filed by memoryd from the agents' conversations.",
     ]

@@ -339,3 +339,16 @@ def test_rendering_is_deterministic_and_round_trips(texts: list[str]) -> None:
     assert render_items(reversed(parsed)) == rendered
     kept = [t for t in texts if words(t)]
     assert len(parsed) == len({normalize_statement(t) for t in kept})
+
+
+def test_a_file_fetched_again_after_a_move_saves_at_the_new_place(
+    tx: DirTransaction, catalog: EntityCatalog
+) -> None:
+    launch = catalog.create("Launch", "project", today=TODAY)
+    book = FactBook(tx, catalog)
+    book.file_for(launch).add(draft("Due in March"), recorded_at=TODAY)
+    catalog.set_status(launch, "completed")
+    assert book.file_for(launch).save()
+    assert not (tx.root / "life/projects/launch").exists()
+    saved = json.loads((tx.root / "life/archives/projects/launch/items.json").read_text())
+    assert [item["fact"] for item in saved] == ["Due in March"]
