@@ -10,6 +10,7 @@ runaway answer cannot flood the store.
 from __future__ import annotations
 
 import re
+from datetime import date
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
@@ -31,6 +32,7 @@ def _one_line(value: str) -> str:
 def _date(value: str) -> str:
     if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
         raise ValueError("must be a date YYYY-MM-DD")
+    date.fromisoformat(value)  # refuses 2025-02-30 with a clear message
     return value
 
 

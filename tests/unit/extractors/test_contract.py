@@ -54,6 +54,7 @@ def test_empty_answer_is_valid_and_empty() -> None:
         (("facts", 0, "category"), "gossip"),
         (("facts", 0, "entity", "kind"), "planet"),
         (("facts", 0, "timestamp"), "March 2025"),
+        (("facts", 0, "timestamp"), "2025-02-30"),
         (("facts", 0, "supersedes"), ["../../etc/passwd"]),
         (("facts", 0, "fact"), "   "),
         (("timeline", 0, "time"), "25:00"),

@@ -1,0 +1,309 @@
+"""Applying one validated answer to the store (DESIGN §1.2, §1.3, §6 step 5).
+
+Everything goes through the heartbeat's transaction, so a later chunk sees (and can supersede)
+what an earlier one filed, and nothing reaches the disk before the heartbeat commits.
+
+Entity heuristics: a name the store does not know becomes an entity folder only when the model
+marks it as a direct relationship or as significant, or when memoryd's own mention count (one per
+conversation and day, over everything read so far) reaches `min_mentions`. Until then its facts
+are written to the daily note of their conversation and kept as *pending*; when the entity
+qualifies, its pending facts are filed into it. Nothing is lost either way.
+
+The model never chooses a path: names are resolved or slugified by the store; supersession only
+touches facts of the same entity; unknown fact ids are ignored and counted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, fields
+from datetime import date, time
+from typing import Any, Protocol
+
+from memoryd.errors import StoreError
+from memoryd.extractors.chunking import Chunk
+from memoryd.extractors.contract import EntityIn, FactIn, RecordMemories
+from memoryd.logs import get_logger
+from memoryd.store.catalog import EntityCatalog
+from memoryd.store.entities import Entity, normalize_name
+from memoryd.store.facts import FactBook, FactDraft
+from memoryd.store.items import FactSource
+from memoryd.store.notes import PendingFact, TimelineEntry, add_pending_facts, add_timeline
+from memoryd.store.skills import add_routine_skill, add_skill
+from memoryd.store.tacit import add_tacit
+from memoryd.store.transaction import FileTransaction
+
+log = get_logger(__name__)
+
+
+@dataclass
+class ApplyCounters:
+    """What applying changed; summed over a heartbeat for the commit message and the log."""
+
+    facts_added: int = 0
+    facts_superseded: int = 0
+    entities_created: int = 0
+    entities_archived: int = 0
+    entities_reactivated: int = 0
+    skills_added: int = 0
+    notes_added: int = 0
+    tacit_added: int = 0
+    accesses: int = 0
+    pending_added: int = 0
+    pending_filed: int = 0
+    ignored_references: int = 0
+
+    def add(self, other: ApplyCounters) -> None:
+        for item in fields(self):
+            setattr(self, item.name, getattr(self, item.name) + getattr(other, item.name))
+
+    def as_dict(self) -> dict[str, int]:
+        return {item.name: getattr(self, item.name) for item in fields(self)}
+
+
+@dataclass(frozen=True)
+class PendingRecord:
+    """A fact about an entity that has not qualified yet."""
+
+    entity_name: str
+    kind: str
+    key: str  # normalize_name of the name it was reported under
+    fact: dict[str, Any]  # the FactIn as JSON
+    conversation_date: date
+    source: dict[str, Any]
+    record_id: int | None = None  # the state database's id, once stored
+
+
+class PendingFacts(Protocol):
+    """The heartbeat's view of pending facts, including this heartbeat's staged changes."""
+
+    def add(self, record: PendingRecord) -> bool:
+        """Stage a pending fact; False if the same fact is already pending."""
+        ...
+
+    def take(self, keys: Iterable[str], kind: str) -> list[PendingRecord]:
+        """Stage the removal of, and return, the pending facts filed under any of `keys`."""
+        ...
+
+
+class MentionCounter(Protocol):
+    def count_mentions(self, names: Sequence[str]) -> int: ...
+
+
+@dataclass
+class StoreSession:
+    """The store as one heartbeat sees it: its transaction and the views built on it."""
+
+    tx: FileTransaction
+    catalog: EntityCatalog
+    facts: FactBook
+    skills_dir: str
+    tacit_file: str
+    today: date  # the processing date (recordedAt), in the configured zone
+    touched_entities: set[str] = field(default_factory=set)
+
+    @classmethod
+    def open(
+        cls, tx: FileTransaction, *, skills_dir: str, tacit_file: str, today: date
+    ) -> StoreSession:
+        catalog = EntityCatalog.load(tx)
+        return cls(tx, catalog, FactBook(tx, catalog), skills_dir, tacit_file, today)
+
+
+def apply_answer(
+    answer: RecordMemories,
+    chunk: Chunk,
+    session: StoreSession,
+    *,
+    pending: PendingFacts,
+    mentions: MentionCounter,
+    min_mentions: int,
+) -> ApplyCounters:
+    """File one chunk's answer into the session's transaction and say what changed."""
+    counters = ApplyCounters()
+    applier = _Applier(
+        chunk,
+        session,
+        pending=pending,
+        mentions=mentions,
+        min_mentions=min_mentions,
+        counters=counters,
+    )
+    specs = {(normalize_name(e.name), e.kind): e for e in answer.entities}
+    for spec in answer.entities:
+        applier.entity(spec.name, spec.kind, spec)
+    for fact in answer.facts:
+        key = (normalize_name(fact.entity.name), fact.entity.kind)
+        applier.fact(fact, specs.get(key))
+    for fact_id in answer.accessed:
+        if session.facts.bump(fact_id, chunk.day) is None:
+            counters.ignored_references += 1
+        else:
+            counters.accesses += 1
+    fallback_time = chunk.turns[0].timestamp.astimezone(chunk.zone).time().replace(second=0)
+    counters.notes_added += add_timeline(
+        session.tx,
+        chunk.day,
+        [
+            TimelineEntry(
+                at=_time_of(entry.time) or fallback_time, agent=chunk.agent, text=entry.text
+            )
+            for entry in answer.timeline
+        ],
+    )
+    for skill in answer.skills:
+        applier.skill(skill.topic, skill.tip, routine=skill.routine)
+    counters.tacit_added += len(add_tacit(session.tx, session.tacit_file, answer.tacit))
+    return counters
+
+
+def _time_of(text: str | None) -> time | None:
+    return time.fromisoformat(text) if text else None
+
+
+class _Applier:
+    def __init__(
+        self,
+        chunk: Chunk,
+        session: StoreSession,
+        *,
+        pending: PendingFacts,
+        mentions: MentionCounter,
+        min_mentions: int,
+        counters: ApplyCounters,
+    ) -> None:
+        self.chunk = chunk
+        self.session = session
+        self.pending = pending
+        self.mentions = mentions
+        self.min_mentions = min_mentions
+        self.counters = counters
+        self.source = FactSource(
+            agent=chunk.agent,
+            session=chunk.session_id,
+            file=chunk.turns[0].provenance.file,
+            lines=chunk.line_range,
+            locator=chunk.turns[0].provenance.locator,
+        )
+
+    def entity(self, name: str, kind: str, spec: EntityIn | None) -> Entity | None:
+        """The store entity for a reported name: existing, newly qualified, or None (pending)."""
+        catalog = self.session.catalog
+        entity = catalog.resolve(name, kind)
+        aliases = list(spec.aliases) if spec else []
+        if entity is None:
+            if not self._qualifies(name, aliases, spec):
+                return None
+            entity = catalog.create(name, kind, aliases, today=self.chunk.day)
+            self.counters.entities_created += 1
+            self.session.touched_entities.add(entity.ref)
+            self._file_pending(entity)
+        elif aliases:
+            entity = catalog.add_aliases(entity, aliases)
+        if spec is not None and spec.status != entity.status:
+            was_archived = entity.archived
+            entity = catalog.set_status(entity, spec.status)
+            if entity.archived and not was_archived:
+                self.counters.entities_archived += 1
+            elif was_archived and not entity.archived:
+                self.counters.entities_reactivated += 1
+            self.session.touched_entities.add(entity.ref)
+        return entity
+
+    def _qualifies(self, name: str, aliases: list[str], spec: EntityIn | None) -> bool:
+        if spec is not None and (spec.relationship or spec.significant):
+            return True
+        return self.mentions.count_mentions([name, *aliases]) >= self.min_mentions
+
+    def _file_pending(self, entity: Entity) -> None:
+        keys = {normalize_name(label) for label in entity.names}
+        for record in self.pending.take(keys, entity.kind):
+            fact = FactIn.model_validate(record.fact)
+            source = record.source
+            draft = FactDraft(
+                fact=fact.fact,
+                category=fact.category,
+                timestamp=_day(fact.timestamp) or record.conversation_date,
+                conversation_date=record.conversation_date,
+                source=FactSource(
+                    agent=str(source["agent"]),
+                    session=str(source["session"]),
+                    file=str(source["file"]),
+                    lines=(int(source["lines"][0]), int(source["lines"][1])),
+                    locator=source.get("locator"),
+                ),
+                related_entities=self._related_refs(fact),
+            )
+            outcome = self.session.facts.file_for(entity).add(draft, recorded_at=self.session.today)
+            self.counters.pending_filed += 1
+            self.counters.facts_added += int(outcome.added)
+
+    def fact(self, fact: FactIn, spec: EntityIn | None) -> None:
+        entity = self.entity(fact.entity.name, fact.entity.kind, spec)
+        if entity is None:
+            self._stage_pending(fact)
+            return
+        draft = FactDraft(
+            fact=fact.fact,
+            category=fact.category,
+            timestamp=_day(fact.timestamp) or self.chunk.day,
+            conversation_date=self.chunk.day,
+            source=self.source,
+            related_entities=self._related_refs(fact),
+            supersedes=tuple(fact.supersedes),
+        )
+        outcome = self.session.facts.file_for(entity).add(draft, recorded_at=self.session.today)
+        self.counters.facts_added += int(outcome.added)
+        self.counters.facts_superseded += len(outcome.supersession.superseded)
+        self.counters.ignored_references += len(outcome.supersession.refused)
+        if outcome.added:
+            self.session.touched_entities.add(entity.ref)
+
+    def _stage_pending(self, fact: FactIn) -> None:
+        record = PendingRecord(
+            entity_name=fact.entity.name,
+            kind=fact.entity.kind,
+            key=normalize_name(fact.entity.name),
+            fact=fact.model_dump(mode="json"),
+            conversation_date=self.chunk.day,
+            source={
+                "agent": self.source.agent,
+                "session": self.source.session,
+                "file": self.source.file,
+                "lines": list(self.source.lines),
+                "locator": self.source.locator,
+            },
+        )
+        if self.pending.add(record):
+            self.counters.pending_added += 1
+            self.counters.notes_added += add_pending_facts(
+                self.session.tx,
+                self.chunk.day,
+                [PendingFact(fact.entity.name, fact.entity.kind, fact.fact)],
+            )
+
+    def _related_refs(self, fact: FactIn) -> tuple[str, ...]:
+        refs = []
+        for related in fact.related:
+            entity = self.session.catalog.resolve(related.name, related.kind)
+            if entity is not None:
+                refs.append(entity.ref)
+        return tuple(dict.fromkeys(refs))
+
+    def skill(self, topic: str, tip: str, *, routine: bool) -> None:
+        tx, skills_dir, agent = self.session.tx, self.session.skills_dir, self.chunk.agent
+        try:
+            if routine and self.chunk.routine:
+                outcome = add_routine_skill(
+                    tx, skills_dir, agent=agent, routine=self.chunk.routine, topic=topic, tip=tip
+                )
+            else:
+                outcome = add_skill(tx, skills_dir, agent=agent, topic=topic, tip=tip)
+        except StoreError as error:
+            log.warning("skill.skipped", agent=agent, reason=str(error))
+            return
+        self.counters.skills_added += int(outcome.added)
+
+
+def _day(text: str | None) -> date | None:
+    return date.fromisoformat(text) if text else None

@@ -1,0 +1,62 @@
+"""What the model is shown besides the transcript, so it can avoid duplicates (DESIGN §5).
+
+For a chunk: the known entities whose names or aliases occur in it, each with up to a capped
+number of its active facts (one line each: id and text), and the agent's skills index. Both are
+bounded — the fact cap is shared by all entities of the chunk, most recently used facts first —
+so the context never grows with the size of the store.
+"""
+
+from __future__ import annotations
+
+from memoryd.extractors.chunking import Chunk
+from memoryd.extractors.extract import ChunkContext
+from memoryd.store.catalog import EntityCatalog
+from memoryd.store.facts import FactBook
+from memoryd.store.transaction import FileTransaction
+
+SKILLS_INDEX_LIMIT = 4000  # characters of the skills index shown to the model
+MAX_ENTITIES = 25
+
+
+def build_context(
+    chunk: Chunk,
+    *,
+    tx: FileTransaction,
+    catalog: EntityCatalog,
+    facts: FactBook,
+    max_facts: int,
+    skills_index_path: str,
+) -> ChunkContext:
+    """Given a chunk and the store as the heartbeat sees it, return the bounded context."""
+    text = "\n".join(turn.text for turn in chunk.turns)
+    entities = catalog.mentioned_in(text)[:MAX_ENTITIES]
+    per_entity = [
+        sorted(
+            facts.file_for(entity).active(),
+            key=lambda fact: (fact.last_accessed, fact.access_count, fact.id),
+            reverse=True,
+        )
+        for entity in entities
+    ]
+    # Share the cap round-robin, so one entity with many facts cannot crowd out the others.
+    shown: list[list[str]] = [[] for _ in entities]
+    budget = max_facts
+    depth = 0
+    while budget > 0 and any(depth < len(entity_facts) for entity_facts in per_entity):
+        for position, entity_facts in enumerate(per_entity):
+            if budget > 0 and depth < len(entity_facts):
+                fact = entity_facts[depth]
+                shown[position].append(f"  {fact.id}: {fact.fact}")
+                budget -= 1
+        depth += 1
+    blocks = []
+    for entity, lines in zip(entities, shown, strict=True):
+        aliases = f" (also: {', '.join(entity.aliases)})" if entity.aliases else ""
+        header = f"{entity.ref}: {entity.name}, {entity.kind}{aliases}"
+        if entity.archived:
+            header += f", {entity.status}"
+        blocks.append("\n".join([header, *lines]))
+    index = tx.read_text(skills_index_path) or ""
+    if len(index) > SKILLS_INDEX_LIMIT:
+        index = index[:SKILLS_INDEX_LIMIT].rsplit("\n", 1)[0] + "\n(… more topics not shown)"
+    return ChunkContext(known_entities="\n".join(blocks), skills_index=index.strip())
