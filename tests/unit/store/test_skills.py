@@ -6,6 +6,8 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from memoryd.store.skills import (
     InvalidSkillError,
@@ -14,7 +16,7 @@ from memoryd.store.skills import (
     agent_folder,
 )
 
-from .conftest import DirTransaction
+from .conftest import DirTransaction, MemoryTransaction
 
 SLUG_FILE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*\.md$")
 
@@ -164,3 +166,18 @@ def test_the_skills_folder_comes_from_the_caller(tx: DirTransaction, store_root:
     add_skill(tx, "team/skills", agent="Ops Bot", topic="dns", tip="Lower the TTL first")
     assert agent_folder("team/skills", "Ops Bot") == "team/skills/ops-bot"
     assert (store_root / "team/skills/ops-bot/dns.md").is_file()
+
+
+@given(st.text(max_size=80), st.text(max_size=200), st.text(max_size=40))
+def test_any_agent_and_topic_give_a_slug_path_in_the_agent_folder(
+    agent: str, topic: str, tip: str
+) -> None:
+    tx = MemoryTransaction()
+    try:
+        outcome = add_skill(tx, "agents", agent=agent, topic=topic, tip=tip)
+    except InvalidSkillError:
+        assert tx.files == {}
+        return
+    assert re.fullmatch(r"agents/[a-z0-9]+(-[a-z0-9]+)*/[a-z0-9]+(-[a-z0-9]+)*\.md", outcome.path)
+    assert outcome.path in tx.files
+    assert set(tx.files) == {outcome.path, outcome.path.rsplit("/", 1)[0] + "/skills-index.md"}
