@@ -235,10 +235,13 @@ class UnitOfWork:
             raise StoreError(f"cannot move {source} to {destination}: it already exists")
         for file_key in self._files_below(source_key):
             moved = self._staged.pop(file_key, None)
-            if moved is None:
-                self._remember(file_key)
+            on_disk_here = file_key not in self._removed and os.path.lexists(self.root / file_key)
+            if moved is None:  # a file the view shows from disk
                 moved = _Staged(origin=file_key, text=None)
-            if os.path.lexists(self.root / file_key):
+            elif moved.origin is None and on_disk_here:
+                moved.origin = file_key  # the file moves (history follows), then is rewritten
+            if on_disk_here:
+                self._remember(file_key)
                 self._removed.add(file_key)
             self._staged[destination_key + file_key[len(source_key) :]] = moved
 
