@@ -97,6 +97,10 @@ class ReadResult:
     more: bool = False  # the byte budget ran out before everything new was read
 
 
+def _same_file(cursor: FileCursor, status: os.stat_result) -> bool:
+    return (cursor.identity.device, cursor.identity.inode) == (status.st_dev, status.st_ino)
+
+
 class SourceReader:
     """Reads one source (`SourceSettings`) of one agent. See the package docstring for the API."""
 
@@ -137,26 +141,21 @@ class SourceReader:
         not_before = since if first_sight else None
         stats = ReadStats()
         result = ReadResult(conversations=[], cursors={}, stats=stats)
-        orphans = {key: cursor for key, cursor in cursors.items()}
-        paths = self.files()
-        for path in paths:
-            orphans.pop(str(path), None)
-        budget = max_bytes
-        for path in paths:
-            key = str(path)
+        statuses: dict[Path, os.stat_result] = {}
+        for path in self.files():
             try:
-                status = path.stat()
+                statuses[path] = path.stat()
             except FileNotFoundError:
                 continue  # gone between the walk and now: nothing to read
             except OSError as error:
-                self._skip(result, key, f"cannot stat: {error.strerror or error}")
-                self._keep(result, cursors.get(key))
-                continue
+                self._skip(result, str(path), f"cannot stat: {error.strerror or error}")
+                self._keep(result, cursors.get(str(path)))
+        matched = self._match(statuses, cursors, stats)
+        budget = max_bytes
+        for path, status in statuses.items():
+            key = str(path)
             stats.files_seen += 1
-            cursor = cursors.get(key)
-            if cursor is None:
-                cursor = self._adopt(path, status, orphans)
-                stats.files_moved += cursor is not None
+            cursor = matched.get(key)
             if cursor is not None and unchanged(cursor, status):
                 result.cursors[key] = cursor
                 continue
@@ -180,11 +179,48 @@ class SourceReader:
             result.cursors[key] = outcome.cursor
             if not outcome.at_eof:
                 result.more = True
-        stats.files_forgotten = len(orphans)
         return result
 
+    def _match(
+        self,
+        statuses: Mapping[Path, os.stat_result],
+        cursors: Mapping[str, FileCursor],
+        stats: ReadStats,
+    ) -> dict[str, FileCursor]:
+        """Pair each current file with the cursor that describes it, following moved files.
+
+        A cursor whose path is gone, or now holds another inode, is an orphan. A file without a
+        cursor of its own (new, or its path's inode changed) first takes an orphan with its
+        inode (rotation) or lineage (gzipped run log). A path whose old cursor nobody took keeps
+        it: its file was replaced in place, and reading it again de-duplicates against it.
+        """
+        matched: dict[str, FileCursor] = {}
+        orphans: dict[str, FileCursor] = {}
+        for key, cursor in cursors.items():
+            status = statuses.get(Path(key))
+            if status is not None and _same_file(cursor, status):
+                matched[key] = cursor
+            else:
+                orphans[key] = cursor
+        for path, status in statuses.items():
+            if str(path) in matched:
+                continue
+            adopted = self._adopt(path, status, orphans)
+            if adopted is not None:
+                matched[str(path)] = adopted
+                stats.files_moved += 1
+        for path in statuses:
+            key = str(path)
+            if key not in matched and key in orphans:
+                matched[key] = orphans.pop(key)
+        stats.files_forgotten = len(orphans)
+        return matched
+
     def lag(self, cursors: Mapping[str, FileCursor]) -> dict[str, int]:
-        """Bytes of each current file not read yet (for `memoryd status`); never opens a file."""
+        """Bytes of each current file not read yet (for `memoryd status`); never opens a file.
+
+        A half-written last line counts: it is not read yet.
+        """
         lags: dict[str, int] = {}
         for path in self.files():
             try:
@@ -194,14 +230,13 @@ class SourceReader:
             cursor = cursors.get(str(path))
             if cursor is None:
                 lags[str(path)] = status.st_size
-            elif unchanged(cursor, status):
-                lags[str(path)] = 0
-            elif (
-                isinstance(self.format, DocumentFormat)
-                or self.format.compressed(path)
-                or (cursor.identity.device, cursor.identity.inode) != (status.st_dev, status.st_ino)
-                or status.st_size < cursor.position
-            ):
+            elif isinstance(self.format, DocumentFormat) or self.format.compressed(path):
+                # Positions in these are not file offsets: either all read or not.
+                lags[str(path)] = 0 if unchanged(cursor, status) else status.st_size
+            elif (cursor.identity.device, cursor.identity.inode) != (
+                status.st_dev,
+                status.st_ino,
+            ) or status.st_size < cursor.position:
                 lags[str(path)] = status.st_size
             else:
                 lags[str(path)] = status.st_size - cursor.position
@@ -284,6 +319,7 @@ class SourceReader:
                 self._skip(result, str(path), error.strerror or str(error))
 
     def _keep(self, result: ReadResult, cursor: FileCursor | None) -> None:
+        """Carry a cursor over unchanged (its file could not be read this time)."""
         if cursor is not None:
             result.cursors[cursor.path] = cursor
 
