@@ -1,0 +1,205 @@
+"""Edits others left uncommitted in the store: committed first, after a secret scan."""
+
+from __future__ import annotations
+
+import subprocess
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from structlog.testing import capture_logs
+
+from memoryd.store.git import GitIdentity, GitStore
+from memoryd.store.unit import ABSENT, TOO_LARGE, UnitOfWork, WithheldFile, content_digest
+
+NOW = datetime(2026, 3, 4, 5, 6, 7, tzinfo=UTC)
+SECRET = "SECRET-0123456789abcdef"
+
+
+def fake_scanner(text: str) -> list[str]:
+    """A line containing 'SECRET-' is a secret; so is 'TOKEN-' (to see several kinds)."""
+    kinds = []
+    if "SECRET-" in text:
+        kinds.append("fake-secret")
+    if "TOKEN-" in text:
+        kinds.append("fake-token")
+    return kinds
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True
+    ).stdout
+
+
+def unit_for(root: Path) -> UnitOfWork:
+    return UnitOfWork(GitStore(root, GitIdentity("memoryd", "memoryd@test.invalid"), lambda: NOW))
+
+
+def seeded_store(root: Path, files: dict[str, str]) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    if not (root / ".git").exists() and unit_for(root).git.work_tree_root() is None:
+        git(root, "init", "--quiet", "--initial-branch=main")
+    unit = unit_for(root)
+    for relative, text in files.items():
+        unit.write_text(relative, text)
+    unit.apply_and_commit("seed", {})
+    return root
+
+
+def committed(root: Path, revision: str = "HEAD") -> list[str]:
+    return sorted(git(root, "show", "--name-only", "--format=", revision).split())
+
+
+def test_foreign_edits_are_committed_in_their_own_commit(tmp_path: Path) -> None:
+    root = seeded_store(tmp_path / "store", {"MEMORY.md": "# Tacit\n", "gone.md": "bye\n"})
+    (root / "MEMORY.md").write_text("# Tacit\n\n- edited by hand\n")
+    (root / "life" / "resources" / "recipes").mkdir(parents=True)
+    (root / "life" / "resources" / "recipes" / "summary.md").write_text("# Recipes\n")
+    (root / "gone.md").unlink()
+    (root / ".index.md.x1y2.tmp").write_text("memoryd's own scratch\n")
+    unit = unit_for(root)
+    unit.write_text("memory/2026-03-04.md", "a note\n")
+
+    result = unit.commit_foreign_edits(fake_scanner)
+
+    assert result.commit == git(root, "rev-parse", "HEAD").strip()
+    assert result.committed == ("MEMORY.md", "gone.md", "life/resources/recipes/summary.md")
+    assert committed(root) == list(result.committed)
+    assert result.withheld == () and result.own == ()
+    assert git(root, "log", "-1", "--format=%an").strip() == "memoryd"
+    # memoryd's staged work is untouched, and then gets its own commit.
+    assert not (root / "memory").exists()
+    unit.apply_and_commit("heartbeat", {})
+    assert committed(root) == ["memory/2026-03-04.md"]
+
+
+def test_a_file_with_a_secret_is_left_uncommitted_and_reported(tmp_path: Path) -> None:
+    root = seeded_store(tmp_path / "store", {"MEMORY.md": "# Tacit\n"})
+    (root / "notes.md").write_text(f"fine line\nkey = {SECRET}\nTOKEN-abc\n")
+    (root / "clean.md").write_text("nothing to see\n")
+
+    with capture_logs() as logs:
+        result = unit_for(root).commit_foreign_edits(fake_scanner)
+
+    assert result.committed == ("clean.md",)
+    assert result.withheld == (WithheldFile("notes.md", ("fake-secret", "fake-token")),)
+    assert "?? notes.md" in git(root, "status", "--porcelain")
+    events = [entry for entry in logs if entry["event"] == "store.foreign_edit_secret"]
+    assert len(events) == 1
+    assert events[0]["path"] == "notes.md"
+    assert events[0]["kinds"] == ["fake-secret", "fake-token"]
+    assert SECRET not in repr(logs)
+
+
+def test_own_pending_writes_are_not_taken_for_foreign_edits(tmp_path: Path) -> None:
+    root = seeded_store(
+        tmp_path / "store",
+        {"life/projects/p/summary.md": "# P\n", "life/projects/p/items.json": "[]\n"},
+    )
+    # A previous heartbeat planned these writes, journaled them, and died halfway through.
+    interrupted = unit_for(root)
+    interrupted.write_text("life/projects/p/items.json", '[{"id": "p-001"}]\n')
+    interrupted.write_text("memory/2026-03-04.md", "half done\n")
+    interrupted.move_dir("life/projects/p", "life/archives/projects/p")
+    journal = dict(interrupted.plan())
+    (root / "memory").mkdir()
+    (root / "memory" / "2026-03-04.md").write_text("half done\n")
+    # ... and someone else edited another file meanwhile.
+    (root / "MEMORY.md").write_text("# By hand\n")
+
+    result = unit_for(root).commit_foreign_edits(fake_scanner, journal)
+
+    assert result.own == ("memory/2026-03-04.md",)
+    assert result.committed == ("MEMORY.md",)
+    assert committed(root) == ["MEMORY.md"]
+    assert "?? memory/2026-03-04.md" in git(root, "status", "--porcelain", "-uall")
+
+
+def test_an_own_path_with_different_content_is_a_foreign_edit(tmp_path: Path) -> None:
+    root = seeded_store(tmp_path / "store", {"a.md": "a\n"})
+    (root / "a.md").write_text("changed by a person after memoryd planned\n")
+
+    result = unit_for(root).commit_foreign_edits(fake_scanner, {"a.md": content_digest(b"x\n")})
+
+    assert result.committed == ("a.md",)
+
+
+def test_a_planned_removal_matches_a_missing_file(tmp_path: Path) -> None:
+    root = seeded_store(tmp_path / "store", {"old/a.md": "a\n"})
+    (root / "old" / "a.md").unlink()
+
+    result = unit_for(root).commit_foreign_edits(fake_scanner, {"old/a.md": ABSENT})
+
+    assert result.own == ("old/a.md",)
+    assert result.commit is None
+
+
+def test_binary_files_are_scanned_and_committed_when_clean(tmp_path: Path) -> None:
+    root = seeded_store(tmp_path / "store", {"MEMORY.md": "# Tacit\n"})
+    (root / "photo.png").write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe\x00binary")
+    (root / "leak.bin").write_bytes(b"\xff\xfe\x00" + SECRET.encode() + b"\x00\xff")
+
+    result = unit_for(root).commit_foreign_edits(fake_scanner)
+
+    assert result.committed == ("photo.png",)
+    assert result.withheld == (WithheldFile("leak.bin", ("fake-secret",)),)
+
+
+def test_files_over_the_scan_bound_are_withheld(tmp_path: Path) -> None:
+    root = seeded_store(tmp_path / "store", {"MEMORY.md": "# Tacit\n"})
+    (root / "huge.md").write_text("x" * 2000)
+
+    result = unit_for(root).commit_foreign_edits(fake_scanner, max_bytes=1000)
+
+    assert result.withheld == (WithheldFile("huge.md", (TOO_LARGE,)),)
+    assert result.commit is None
+
+
+def test_a_planted_symlink_is_scanned_by_its_target_not_followed(tmp_path: Path) -> None:
+    outside = tmp_path / "outside.txt"
+    outside.write_text(f"{SECRET}\n")
+    root = seeded_store(tmp_path / "store", {"MEMORY.md": "# Tacit\n"})
+    (root / "link.md").symlink_to(outside)
+
+    result = unit_for(root).commit_foreign_edits(fake_scanner)
+
+    assert result.committed == ("link.md",)
+    assert git(root, "cat-file", "-p", "HEAD:link.md") == str(outside)
+
+
+def test_in_a_larger_repository_only_the_store_folder_is_considered(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "--quiet", "--initial-branch=main")
+    git(repo, "config", "user.name", "Someone")
+    git(repo, "config", "user.email", "someone@else.invalid")
+    (repo / "README.md").write_text("project\n")
+    git(repo, "add", "README.md")
+    git(repo, "commit", "--quiet", "-m", "project")
+    root = seeded_store(repo / "memory-store", {"MEMORY.md": "# Tacit\n"})
+    (repo / "README.md").write_text("staged change\n")
+    git(repo, "add", "README.md")
+    (repo / "scratch.txt").write_text(f"{SECRET}\n")
+    (root / "MEMORY.md").write_text("# Tacit\n\n- by hand\n")
+
+    result = unit_for(root).commit_foreign_edits(fake_scanner)
+
+    assert result.committed == ("MEMORY.md",)
+    assert committed(repo) == ["memory-store/MEMORY.md"]
+    assert git(repo, "diff", "--cached", "--name-only").split() == ["README.md"]
+
+
+def test_nothing_foreign_means_no_commit(tmp_path: Path) -> None:
+    root = seeded_store(tmp_path / "store", {"MEMORY.md": "# Tacit\n"})
+    before = git(root, "rev-parse", "HEAD")
+    result = unit_for(root).commit_foreign_edits(fake_scanner)
+    assert result.commit is None and result.committed == ()
+    assert git(root, "rev-parse", "HEAD") == before
+
+
+@pytest.mark.parametrize("name", [".summary.md.abc.tmp", ".items.json.q9.tmp"])
+def test_memoryd_temporaries_are_never_foreign_edits(tmp_path: Path, name: str) -> None:
+    root = seeded_store(tmp_path / "store", {"MEMORY.md": "# Tacit\n"})
+    (root / name).write_text("scratch\n")
+    assert unit_for(root).commit_foreign_edits(fake_scanner).committed == ()
