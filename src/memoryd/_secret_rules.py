@@ -1,0 +1,284 @@
+"""The built-in secret detectors behind `memoryd.redaction`: one `Rule` per kind of secret.
+
+A rule is a compiled pattern plus a `select` function that, given a match, returns the span to
+redact (often only the value part of the match: the password of a URL, the value of an
+assignment) or None when the match is a near-miss (a placeholder, prose, code).
+
+Invariants every pattern here keeps, because transcripts are untrusted and can be huge:
+- no nested or overlapping quantifiers that could backtrack; long runs use possessive
+  quantifiers (`++`, `{n,}+`, Python >= 3.11), values are bounded, so matching is linear in the
+  length of the text;
+- no pattern matches inside a redaction marker `[REDACTED:<kind>]` (the marker's characters
+  never form a key, a keyword followed by `=`/`:`, or a value), which keeps redaction idempotent.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+Span = tuple[int, int]
+Select = Callable[[re.Match[str]], Span | None]
+
+
+def _whole(match: re.Match[str]) -> Span | None:
+    return match.span()
+
+
+def _value(match: re.Match[str]) -> Span | None:
+    return match.span("value")
+
+
+def _has_digit_and_letter(value: str) -> bool:
+    return any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
+
+
+def _whole_if_random(match: re.Match[str]) -> Span | None:
+    # Prefixes like `sk-` or `xoxb-` also start ordinary kebab-case words; a real key's random
+    # tail always mixes digits and letters, a word almost never does.
+    return match.span() if _has_digit_and_letter(match.group()) else None
+
+
+def _value_if_random(match: re.Match[str]) -> Span | None:
+    return match.span("value") if _has_digit_and_letter(match.group("value")) else None
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One kind of secret: where it is (`pattern`) and which part of a match to hide (`select`)."""
+
+    kind: str
+    pattern: re.Pattern[str]
+    select: Select = _whole
+
+
+# Values that show where a secret would go without being one. Redacting them would hide useful
+# structure ("the config needs a password here") and protect nothing. Documented decision: a
+# masked value (`********`), a template or variable reference (`<your-key>`, `${API_KEY}`,
+# `$API_KEY`, `{{ secrets.X }}`, `%API_KEY%`) and the usual "empty" words are left alone.
+_PLACEHOLDER_WORDS = frozenset(
+    {
+        "",
+        "null",
+        "none",
+        "nil",
+        "true",
+        "false",
+        "undefined",
+        "empty",
+        "redacted",
+        "hidden",
+        "masked",
+        "required",
+        "optional",
+        "string",
+        "str",
+        "bytes",
+        "int",
+        "number",
+        "secretstr",
+        "password",
+        "secret",
+        "token",
+        "xxx",
+        "todo",
+        "tbd",
+        "env",
+    }
+)
+_PLACEHOLDER = re.compile(
+    r"""
+    [*xX•.#?_-]+                          # masked or elided: ********, xxxx, ...
+    | <[^<>]*>                            # <your-key>
+    | \$\{[^{}]*\}  | \$\([^()]*\)        # ${API_KEY}, $(pass show x)
+    | \$[A-Za-z_][A-Za-z0-9_]*            # $API_KEY
+    | \{\{.*\}\}  | \{[A-Za-z_][A-Za-z0-9_.]*\}   # {{ secrets.X }}, {api_key}
+    | %[A-Za-z_][A-Za-z0-9_]*%            # %API_KEY%
+    | %\([A-Za-z_]+\)s                    # %(password)s
+    | (?i:your|example)[-_ ].*            # your-api-key-here
+    | \[REDACTED[^\]]*\]?                 # already redacted by memoryd or by someone else
+    """,
+    re.VERBOSE | re.DOTALL,
+)
+# `self.token`, `config.password`: an attribute access in code, not a literal secret.
+_DOTTED_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
+
+
+def is_placeholder(value: str) -> bool:
+    """Given an assigned value, return True if it stands for a secret instead of being one."""
+    stripped = value.strip()
+    return stripped.lower() in _PLACEHOLDER_WORDS or _PLACEHOLDER.fullmatch(stripped) is not None
+
+
+def _rest_of_line_is_empty(text: str, position: int) -> bool:
+    rest = text[position : position + 64].lstrip(" \t")
+    return rest == "" or rest[0] in "\r\n,}]#" or rest.startswith("\\n")
+
+
+# Keywords whose assigned value is a secret. A keyword must end the key name (`DB_PASSWORD=`,
+# `"client_secret":`), so `password_hash`, `max_tokens` and `token_count` are not keys.
+_LOGIN_KEYWORDS = r"password|passwd|passphrase|passwort|pass_?word"
+_CREDENTIAL_KEYWORDS = (
+    r"secret|token|api[_-]?key|apikey|access[_-]?key|secret[_-]?key|private[_-]?key"
+    r"|auth[_-]?key|signing[_-]?key|encryption[_-]?key|credentials?"
+)
+_ASSIGNMENT = r"""
+    (?i:{keys})(?![A-Za-z0-9_])
+    (?:\\?["'`])?[ \t]*(?P<sep>:=|=>|=(?!=)|:)[ \t]*
+    (?:
+        \\"(?P<escaped_double>[^"\\\r\n]{{1,1024}}+)
+      | \\'(?P<escaped_single>[^'\\\r\n]{{1,1024}}+)
+      | "(?P<double>(?:[^"\\\r\n]|\\[^\r\n]){{1,1024}}+)
+      | '(?P<single>(?:[^'\\\r\n]|\\[^\r\n]){{1,1024}}+)
+      | (?P<bare>[^\s"'`,;&(){{}}\[\]<>]{{1,1024}}+)
+    )
+"""
+_QUOTED_GROUPS = ("escaped_double", "escaped_single", "double", "single")
+
+
+def _assignment_value(match: re.Match[str]) -> Span | None:
+    for group in _QUOTED_GROUPS:
+        if match.group(group) is not None:
+            return None if is_placeholder(match.group(group)) else match.span(group)
+    value = match.group("bare")
+    start, end = match.span("bare")
+    text = match.string
+    if len(value) < 3 or is_placeholder(value) or _DOTTED_NAME.fullmatch(value):
+        return None
+    if end < len(text) and text[end] in "([":  # a call or an index: `token = get_token()`
+        return None
+    # `Password: at least 8 characters` is prose; `password: hunter2` at the end of a line is a
+    # YAML value. An `=` assignment needs no such check: prose rarely writes `password=`.
+    if match.group("sep") == ":" and not _rest_of_line_is_empty(text, end):
+        return None
+    return start, end
+
+
+def _assignment_rule(kind: str, keys: str) -> Rule:
+    return Rule(kind, re.compile(_ASSIGNMENT.format(keys=keys), re.VERBOSE), _assignment_value)
+
+
+def _flag_value(match: re.Match[str]) -> Span | None:
+    return None if is_placeholder(match.group("value")) else match.span("value")
+
+
+def _url_password(match: re.Match[str]) -> Span | None:
+    return None if is_placeholder(match.group("value")) else match.span("value")
+
+
+# A PEM private key. A complete block is everything from the header to the footer; the body
+# is scanned possessively up to the next `-----`, so many headers without footers stay linear.
+_PEM_HEADER = r"-----BEGIN[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----"
+_PEM_FOOTER = r"-----END[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----"
+_PRIVATE_KEY_BLOCK = re.compile(_PEM_HEADER + r"(?:[^-]++|-(?!----))*+" + _PEM_FOOTER)
+# A block cut short (a truncated paste, a cut tool output) has no footer: it is hidden up to its
+# last base64 line, lines being separated by real newlines or by the two-character `\n` of a
+# JSON string. A base64 line must end its line, so prose after a truncated block is kept.
+_LINE_BREAK = r"(?:\r?\n|\\r?\\n)"
+_PRIVATE_KEY_TRUNCATED = re.compile(
+    _PEM_HEADER + r"(?:(?:[ \t]*+" + _LINE_BREAK + r")++[ \t]*+"
+    r"(?:(?:Proc-Type|DEK-Info|Comment|Version):[^\r\n\\]*+"
+    r"|[A-Za-z0-9+/=]++(?=[ \t]*(?:\r?\n|\\r?\\n|[\"',]|$))))*+"
+)
+
+_ANY = r"[A-Za-z0-9_-]"
+
+# Order matters only for naming: when two rules find overlapping secrets, the span is the union
+# and the kind is that of the earliest-starting hit, ties going to the rule listed first. So the
+# specific provider rules come before the generic ones (bearer, assignments).
+BUILTIN_RULES: tuple[Rule, ...] = (
+    Rule("private-key", _PRIVATE_KEY_BLOCK),
+    Rule("private-key", _PRIVATE_KEY_TRUNCATED),
+    Rule("anthropic", re.compile(r"sk-ant-[a-z]{2,8}\d{2}-" + _ANY + r"{20,}+")),
+    Rule(
+        "openai",
+        re.compile(
+            r"(?<![A-Za-z0-9_-])sk-(?!ant-)(?:(?:proj|svcacct|admin|None)-)?" + _ANY + r"{20,}+"
+        ),
+        _whole_if_random,
+    ),
+    Rule(
+        "aws-access-key-id",
+        re.compile(
+            r"(?<![A-Za-z0-9])(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}(?![A-Za-z0-9])"
+        ),
+    ),
+    Rule(
+        "aws-secret-access-key",
+        re.compile(
+            r"(?i:(?:aws[_.-]?)?secret[_.-]?access[_.-]?key)(?:\\?[\"'])?[ \t]*(?::|=>|=)[ \t]*"
+            r"(?:\\?[\"'])?(?P<value>[A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])"
+        ),
+        _value,
+    ),
+    Rule("github", re.compile(r"(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{30,}+|github_pat_\w{30,}+")),
+    Rule("gitlab", re.compile(r"gl(?:pat|dt|rt|ptt|soat|cbt|oas|ft|imt)-" + _ANY + r"{20,}+")),
+    Rule(
+        "slack-webhook",
+        re.compile(
+            r"hooks\.slack\.com/(?:services|workflows|triggers)/(?P<value>[A-Za-z0-9_/+-]{8,}+)"
+        ),
+        _value,
+    ),
+    Rule(
+        "slack",
+        re.compile(r"xox[abposre]-[A-Za-z0-9-]{10,}+|xapp-\d-[A-Za-z0-9-]{10,}+"),
+        _whole_if_random,
+    ),
+    Rule(
+        "stripe",
+        re.compile(r"(?<![A-Za-z0-9])(?:(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{10,}+|whsec_\w{20,}+)"),
+    ),
+    Rule("google-api-key", re.compile(r"AIza" + _ANY + r"{35,}+")),
+    Rule("google-oauth", re.compile(r"ya29\.[A-Za-z0-9_-]{20,}+|GOCSPX-" + _ANY + r"{20,}+")),
+    Rule("npm", re.compile(r"npm_[A-Za-z0-9]{36,}+")),
+    Rule("pypi", re.compile(r"pypi-AgEIcHlwaS5vcmc" + _ANY + r"{20,}+")),
+    Rule("sendgrid", re.compile(r"SG\." + _ANY + r"{16,}+\." + _ANY + r"{20,}+")),
+    # The lookbehind is what keeps this linear: `eyJ` is made of the characters that follow it,
+    # so without it a long run of `eyJeyJ...` would be rescanned from every position.
+    Rule(
+        "jwt",
+        re.compile(
+            r"(?<![A-Za-z0-9_-])eyJ" + _ANY + r"{8,}+\.eyJ" + _ANY + r"{8,}+\.[A-Za-z0-9_-]*+"
+        ),
+    ),
+    Rule(
+        # `://` first so the regex engine can search for the literal; the scheme is checked
+        # behind it. The password is redacted, the user and host are kept.
+        "url-password",
+        re.compile(r"://(?<=[A-Za-z0-9]://)[^\s/:@'\"<>]{0,256}+:(?P<value>[^\s/@'\"<>]{1,256}+)@"),
+        _url_password,
+    ),
+    Rule(
+        "bearer",
+        re.compile(r"(?i:bearer)[ \t]++(?P<value>[A-Za-z0-9._~+/=-]{8,}+)"),
+        _value_if_random,
+    ),
+    Rule(
+        "basic-auth",
+        re.compile(
+            r"(?i:authorization)(?:\\?[\"'])?[ \t]*[:=][ \t]*(?:\\?[\"'])?(?i:basic)[ \t]++"
+            r"(?P<value>[A-Za-z0-9+/]{8,}+={0,2})"
+        ),
+        _value,
+    ),
+    Rule(
+        "password",
+        re.compile(
+            r"(?<![A-Za-z0-9-])--?[a-z-]{0,30}(?i:password|passwd)[ \t]++"
+            r"(?P<value>[^\s\"'-][^\s\"']*+)"
+        ),
+        _flag_value,
+    ),
+    Rule(
+        "secret",
+        re.compile(
+            r"(?<![A-Za-z0-9-])--?[a-z-]{0,30}(?i:token|secret|api-key)[ \t]++"
+            r"(?P<value>[^\s\"'-][^\s\"']*+)"
+        ),
+        _flag_value,
+    ),
+    _assignment_rule("password", _LOGIN_KEYWORDS),
+    _assignment_rule("secret", _CREDENTIAL_KEYWORDS),
+)
