@@ -1,0 +1,188 @@
+"""The store skeleton and its format version, on real temporary git repositories."""
+
+from __future__ import annotations
+
+import subprocess
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from memoryd.errors import StoreError, StoreFormatError
+from memoryd.store.git import GitIdentity, GitStore
+from memoryd.store.layout import (
+    CURRENT_FORMAT,
+    FORMAT_FILE,
+    InitResult,
+    init_store,
+    open_store,
+    read_format,
+)
+
+NOW = datetime(2026, 3, 4, 5, 6, 7, tzinfo=UTC)
+SKELETON = [
+    ".memoryd-format",
+    "MEMORY.md",
+    "agents/README.md",
+    "life/archives/README.md",
+    "life/areas/README.md",
+    "life/areas/companies/README.md",
+    "life/areas/people/README.md",
+    "life/index.md",
+    "life/projects/README.md",
+    "life/resources/README.md",
+    "memory/README.md",
+]
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True
+    ).stdout
+
+
+def init(path: Path) -> InitResult:
+    return init_store(
+        path, "MEMORY.md", "agents", "memoryd", "memoryd@test.invalid", clock=lambda: NOW
+    )
+
+
+def tree_listing(root: Path) -> list[str]:
+    return sorted(
+        str(p.relative_to(root)) for p in root.rglob("*") if ".git" not in p.relative_to(root).parts
+    )
+
+
+def test_init_creates_the_skeleton_a_repository_and_one_commit(tmp_path: Path) -> None:
+    root = tmp_path / "store"
+
+    result = init_store(root, "MEMORY.md", "agents", "memoryd", "m@test.invalid", clock=lambda: NOW)
+
+    assert result.created_repository
+    assert list(result.created) == SKELETON
+    assert result.commit == git(root, "rev-parse", "HEAD").strip()
+    assert sorted(git(root, "ls-files").split()) == SKELETON
+    assert git(root, "rev-list", "--count", "HEAD").strip() == "1"
+    assert git(root, "log", "-1", "--format=%an <%ae>").strip() == "memoryd <m@test.invalid>"
+    assert (root / FORMAT_FILE).read_text() == f"{CURRENT_FORMAT}\n"
+    assert (root / "MEMORY.md").read_text().startswith("# Tacit knowledge\n")
+    assert (root / "life" / "index.md").read_text().startswith("# Index\n")
+    assert "person" in (root / "life/areas/people/README.md").read_text()
+
+
+def test_init_again_changes_nothing_and_makes_no_commit(tmp_path: Path) -> None:
+    root = tmp_path / "store"
+    init(root)
+    head, tree = git(root, "rev-parse", "HEAD"), tree_listing(root)
+    (root / "MEMORY.md").write_text("# Tacit knowledge\n\n- edited by the user\n")
+
+    again = init_store(root, "MEMORY.md", "agents", "memoryd", "m@x.invalid", clock=lambda: NOW)
+
+    assert again.commit is None and again.created == () and not again.created_repository
+    assert git(root, "rev-parse", "HEAD") == head
+    assert tree_listing(root) == tree
+    assert "edited by the user" in (root / "MEMORY.md").read_text()
+
+
+def test_init_is_deterministic(tmp_path: Path) -> None:
+    init(tmp_path / "one")
+    init(tmp_path / "two")
+    trees = [git(tmp_path / name, "rev-parse", "HEAD^{tree}") for name in ("one", "two")]
+    assert trees[0] == trees[1]
+
+
+def test_init_completes_a_first_run_killed_before_its_commit(tmp_path: Path) -> None:
+    root = tmp_path / "store"
+    root.mkdir()
+    git(root, "init", "--quiet", "--initial-branch=main")
+    (root / "life").mkdir()
+    (root / "life" / "index.md").write_text("# Index\n\nhalf-made\n")
+
+    result = init(root)
+
+    assert result.commit is not None
+    assert (root / "life" / "index.md").read_text() == "# Index\n\nhalf-made\n"
+    assert "life/index.md" in git(root, "ls-files").split()
+    assert git(root, "status", "--porcelain") == ""
+
+
+def test_init_inside_a_larger_repository_commits_only_the_store(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "--quiet", "--initial-branch=main")
+    (repo / "work.txt").write_text("staged by someone\n")
+    git(repo, "add", "work.txt")
+    (repo / "loose.txt").write_text("untracked\n")
+
+    result = init_store(
+        repo / "memory-store", "MEMORY.md", "skills", "memoryd", "m@x.invalid", clock=lambda: NOW
+    )
+
+    assert not result.created_repository
+    assert not (repo / "memory-store" / ".git").exists()
+    files = git(repo, "show", "--name-only", "--format=", "HEAD").split()
+    assert all(name.startswith("memory-store/") for name in files)
+    assert "memory-store/skills/README.md" in files
+    assert git(repo, "diff", "--cached", "--name-only").split() == ["work.txt"]
+
+
+def test_a_newer_format_is_refused_with_a_clear_message(tmp_path: Path) -> None:
+    root = tmp_path / "store"
+    init(root)
+    (root / FORMAT_FILE).write_text("7\n")
+    head = git(root, "rev-parse", "HEAD")
+
+    with pytest.raises(StoreFormatError) as caught:
+        open_store(root)
+    assert (
+        "written by a newer memoryd (format 7); this memoryd reads format 1; upgrade memoryd"
+        in (str(caught.value))
+    )
+    with pytest.raises(StoreFormatError):
+        init(root)
+    assert (root / FORMAT_FILE).read_text() == "7\n"
+    assert git(root, "rev-parse", "HEAD") == head
+
+
+@pytest.mark.parametrize("marker", ["one\n", "-1\n", "", "1.5\n", "\u0661\n"])
+def test_an_unreadable_marker_is_a_format_error(tmp_path: Path, marker: str) -> None:
+    root = tmp_path / "store"
+    root.mkdir()
+    (root / FORMAT_FILE).write_text(marker)
+    with pytest.raises(StoreFormatError, match="format"):
+        open_store(root)
+
+
+def test_an_older_store_is_migrated_and_the_migration_committed(tmp_path: Path) -> None:
+    root = tmp_path / "store"
+    init(root)
+    (root / FORMAT_FILE).unlink()
+    git(root, "commit", "--quiet", "-am", "a format-0 store: life/ but no marker")
+    assert read_format(root) == 0
+    store = GitStore(root, GitIdentity("memoryd", "m@x.invalid"), lambda: NOW)
+
+    info = open_store(root, store)
+
+    assert info.format_version == CURRENT_FORMAT and info.migrated_from == 0
+    assert (root / FORMAT_FILE).read_text() == "1\n"
+    assert info.migration_commit == git(root, "rev-parse", "HEAD").strip()
+    assert git(root, "show", "--name-only", "--format=", "HEAD").split() == [FORMAT_FILE]
+    assert open_store(root, store).migrated_from is None
+
+
+def test_a_folder_that_is_no_store_is_not_opened(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match="memoryd init"):
+        open_store(tmp_path)
+
+
+def test_opening_sweeps_leftover_temporary_files(tmp_path: Path) -> None:
+    root = tmp_path / "store"
+    init(root)
+    leftover = root / "life" / ".index.md.k3j2.tmp"
+    leftover.write_text("half-written\n")
+
+    info = open_store(root)
+
+    assert not leftover.exists()
+    assert info.swept == (leftover.resolve(),)
+    assert (root / "life" / "index.md").exists()
