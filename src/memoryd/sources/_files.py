@@ -88,8 +88,11 @@ def unchanged(cursor: FileCursor | None, status: os.stat_result) -> bool:
 
 def identity_of(raw: BinaryIO, status: os.stat_result) -> tuple[FileIdentity, bytes]:
     """Return the identity of an open file and the head bytes it hashed."""
+    # Leave the position as found: a gzip reader may already wrap this file object.
+    here = raw.tell()
     raw.seek(0)
     head = raw.read(HEAD_BYTES)
+    raw.seek(here)
     digest = hashlib.sha256(head).hexdigest()
     return FileIdentity(status.st_dev, status.st_ino, digest, len(head)), head
 

@@ -38,3 +38,21 @@ def all_turns(result: ReadResult) -> list[Turn]:
 
 def texts(result: ReadResult, role: str | None = None) -> list[str]:
     return [turn.text for turn in all_turns(result) if role is None or turn.role == role]
+
+
+def read_until_done(
+    reader: SourceReader,
+    cursors: Mapping[str, FileCursor] | None = None,
+    *,
+    since: datetime | None = None,
+    max_bytes: int = 32 * 1024 * 1024,
+) -> tuple[list[str], ReadResult, int]:
+    """Read again while the byte budget left something: (all texts, last result, reads made)."""
+    result = read_once(reader, cursors, since=since, max_bytes=max_bytes)
+    collected = texts(result)
+    reads = 1
+    while result.more:
+        result = read_once(reader, result.cursors, first_sight=False, max_bytes=max_bytes)
+        collected += texts(result)
+        reads += 1
+    return collected, result, reads
