@@ -23,12 +23,10 @@ This is the only module that imports `anthropic`. Its invariants:
 from __future__ import annotations
 
 import random
-import re
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Literal, TypeVar, cast
+from typing import Any, TypeVar, cast
 
 import anthropic
 import httpx2
@@ -38,12 +36,16 @@ from anthropic.types.messages import MessageBatchIndividualResponse
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
 from memoryd.llm.base import (
+    BatchItemFailure,
+    BatchNotEndedError,
+    BatchStatus,
     LLMError,
     PermanentLLMError,
     SpendLimitError,
     ToolRequest,
     ToolResult,
     TransientLLMError,
+    validate_custom_ids,
 )
 from memoryd.llm.prices import Usage
 
@@ -61,11 +63,9 @@ SPEND_LIMIT_CODES = frozenset(
         "linked_organization_spend_limit_reached",
     }
 )
-_CUSTOM_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 # The API's own message is useful in logs and errors; a huge one is not.
 _MAX_MESSAGE_CHARS = 500
 
-BatchStatus = Literal["in_progress", "canceling", "ended"]
 _T = TypeVar("_T")
 
 
@@ -75,24 +75,8 @@ def _logger() -> Any:
     return structlog.get_logger(__name__)
 
 
-class InvalidBatchError(PermanentLLMError):
-    """A batch was refused before sending: empty, or a custom_id that is malformed or repeated."""
-
-
-class BatchNotEndedError(LLMError):
-    """Results were asked for a batch that is still processing; poll `batch_status` first."""
-
-
-@dataclass(frozen=True)
-class BatchItemFailure:
-    """A batch request that produced no message: `kind` is errored, canceled or expired."""
-
-    kind: str
-    message: str
-
-
 class AnthropicClient:
-    """`LLMClient` over the Anthropic Messages API (or any compatible endpoint).
+    """`LLMClient` and `BatchClient` over the Anthropic Messages API (or a compatible one).
 
     `sleep` and `rng` are injectable so that tests observe the waits instead of sleeping them.
     Close the client (or use it as a context manager) to release its connection pool.
@@ -175,7 +159,7 @@ class AnthropicClient:
         Raise InvalidBatchError, before anything is sent, if the batch is empty or a
         custom_id is not 1-64 characters of [A-Za-z0-9_-] or appears twice.
         """
-        _validate_custom_ids([custom_id for custom_id, _ in requests])
+        validate_custom_ids([custom_id for custom_id, _ in requests])
         payload = [
             {"custom_id": custom_id, "params": message_params(request)}
             for custom_id, request in requests
@@ -319,20 +303,6 @@ def _batch_outcome(item: MessageBatchIndividualResponse) -> ToolResult | BatchIt
         error = result.error.error
         return BatchItemFailure("errored", f"{error.type}: {_clip(error.message)}")
     return BatchItemFailure(result.type, f"the request was {result.type} before it ran")
-
-
-def _validate_custom_ids(custom_ids: Sequence[str]) -> None:
-    if not custom_ids:
-        raise InvalidBatchError("a batch needs at least one request")
-    seen: set[str] = set()
-    for custom_id in custom_ids:
-        if not _CUSTOM_ID.match(custom_id):
-            raise InvalidBatchError(
-                f"custom_id {custom_id!r} must be 1-64 characters of A-Z, a-z, 0-9, '_' or '-'"
-            )
-        if custom_id in seen:
-            raise InvalidBatchError(f"custom_id {custom_id!r} appears twice in the batch")
-        seen.add(custom_id)
 
 
 def _is_spend_limit(error: anthropic.APIStatusError) -> bool:

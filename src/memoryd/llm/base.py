@@ -1,9 +1,10 @@
 """The one small interface the pipeline calls an LLM through, and the errors it may raise.
 
-Every caller asks for exactly one thing: "send this stable prefix (system text and one tool
+Every extraction asks for exactly one thing: "send this stable prefix (system text and one tool
 definition) plus this variable user content, force the model to call the tool, and give me the
 tool's input". `LLMClient.call_tool` is that whole surface; the Anthropic adapter, the offline
-markers provider and the tests' fakes all implement it.
+markers provider and the tests' fakes all implement it. `BatchClient` is the same call sent as a
+Message Batch, for the weekly rewrite.
 
 Invariants:
 - `ToolResult.tool_input` is `None` exactly when the answer holds no `tool_use` block for the
@@ -20,15 +21,18 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from memoryd.errors import MemorydError, TransientError
 from memoryd.llm.prices import Usage
 
-# The Messages API's rule for tool names.
+# The Messages API's rules for tool names and for the custom ids of batch requests.
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_CUSTOM_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+BatchStatus = Literal["in_progress", "canceling", "ended"]
 
 # Roughly four characters of English prose or code per token; text outside ASCII (accents,
 # CJK, emoji) tokenizes far more densely, so each such character is counted as a whole token.
@@ -101,6 +105,35 @@ class LLMClient(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class BatchItemFailure:
+    """A batch request that produced no message: `kind` is errored, canceled or expired."""
+
+    kind: str
+    message: str
+
+
+class BatchClient(Protocol):
+    """Message Batches (half price, answers within 24 h), for the weekly rewrite."""
+
+    def submit_batch(self, requests: Sequence[tuple[str, ToolRequest]]) -> str:
+        """Submit `(custom_id, request)` pairs as one batch; return the batch id.
+
+        Raise InvalidBatchError, before anything is sent, if `validate_custom_ids` refuses
+        the ids.
+        """
+        ...
+
+    def batch_status(self, batch_id: str) -> BatchStatus:
+        """Return in_progress, canceling or ended."""
+        ...
+
+    def batch_results(self, batch_id: str) -> dict[str, ToolResult | BatchItemFailure]:
+        """Return each request's outcome by custom_id. Raise BatchNotEndedError if the batch
+        is still processing."""
+        ...
+
+
 class LLMError(MemorydError):
     """A call to the LLM failed. Carries what the API said, never what was sent."""
 
@@ -133,6 +166,30 @@ class PermanentLLMError(LLMError):
 
 class SpendLimitError(TransientLLMError):
     """The organization or workspace hit an API spend limit. Not retried; the run stops early."""
+
+
+class InvalidBatchError(PermanentLLMError):
+    """A batch was refused before sending: empty, or a custom_id that is malformed or repeated."""
+
+
+class BatchNotEndedError(LLMError):
+    """Results were asked for a batch that is still processing; poll `batch_status` first."""
+
+
+def validate_custom_ids(custom_ids: Sequence[str]) -> None:
+    """Raise InvalidBatchError unless there is at least one id and every id is unique and
+    1-64 characters of [A-Za-z0-9_-] (the API's rule; memoryd checks it before sending)."""
+    if not custom_ids:
+        raise InvalidBatchError("a batch needs at least one request")
+    seen: set[str] = set()
+    for custom_id in custom_ids:
+        if not _CUSTOM_ID.match(custom_id):
+            raise InvalidBatchError(
+                f"custom_id {custom_id!r} must be 1-64 characters of A-Z, a-z, 0-9, '_' or '-'"
+            )
+        if custom_id in seen:
+            raise InvalidBatchError(f"custom_id {custom_id!r} appears twice in the batch")
+        seen.add(custom_id)
 
 
 def estimate_tokens(text: str) -> int:

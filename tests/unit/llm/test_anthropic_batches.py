@@ -10,13 +10,18 @@ from hypothesis import given
 from hypothesis import strategies as st
 from tests.fakes.fake_anthropic import Error, FakeAnthropicServer, FakeUsage, Text, ToolUse
 
-from memoryd.llm.anthropic_client import (
-    AnthropicClient,
+from memoryd.llm.anthropic_client import AnthropicClient
+from memoryd.llm.base import (
+    BatchClient,
     BatchItemFailure,
     BatchNotEndedError,
     InvalidBatchError,
+    LLMClient,
+    ToolRequest,
+    ToolResult,
+    ToolSpec,
+    TransientLLMError,
 )
-from memoryd.llm.base import ToolRequest, ToolResult, ToolSpec, TransientLLMError
 from memoryd.llm.prices import Usage
 
 ClientFactory = Callable[..., AnthropicClient]
@@ -182,3 +187,11 @@ def test_a_results_download_that_keeps_breaking_is_a_transient_error(
 
         with pytest.raises(TransientLLMError):
             client.batch_results(batch_id)
+
+
+def test_the_adapter_is_the_interfaces(make_client: ClientFactory) -> None:
+    # Checked by mypy as much as by pytest: the rewrite depends on the protocols only.
+    batches: BatchClient = make_client()
+    calls: LLMClient = make_client()
+    assert callable(batches.submit_batch)
+    assert callable(calls.call_tool)
