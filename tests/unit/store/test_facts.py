@@ -352,3 +352,49 @@ def test_a_file_fetched_again_after_a_move_saves_at_the_new_place(
     assert not (tx.root / "life/projects/launch").exists()
     saved = json.loads((tx.root / "life/archives/projects/launch/items.json").read_text())
     assert [item["fact"] for item in saved] == ["Due in March"]
+
+
+STATEMENTS = ("a", "b", "c", "A.", "d")
+OPERATIONS = st.lists(
+    st.tuples(
+        st.sampled_from(["add", "bump", "reopen"]),
+        st.integers(min_value=0, max_value=8),
+        st.lists(st.integers(min_value=1, max_value=8), max_size=2),
+    ),
+    max_size=25,
+)
+
+
+@given(OPERATIONS)
+def test_fact_invariants_hold_under_any_sequence_of_operations(
+    operations: list[tuple[str, int, list[int]]],
+) -> None:
+    tx = MemoryTransaction()
+    entity = EntityCatalog(tx).create("Jane", "person", today=TODAY)
+    facts = FactFile(tx, entity)
+    seen_ids: list[str] = []
+    for operation, argument, targets in operations:
+        if operation == "add":
+            supersedes = [f"jane-{n:03d}" for n in targets]
+            text = STATEMENTS[argument % len(STATEMENTS)]
+            outcome = facts.add(draft(text, supersedes=supersedes), recorded_at=TODAY)
+            if outcome.added:
+                seen_ids.append(outcome.fact.id)
+        elif operation == "bump":
+            facts.bump(f"jane-{argument:03d}", date(2026, 2, 1))
+        else:
+            facts.save()
+            facts = FactFile(tx, entity)
+        current = {fact.id: fact for fact in facts.facts()}
+        # Never deleted, never reused, numbered in order of creation.
+        assert list(current) == seen_ids
+        assert seen_ids == [f"jane-{n:03d}" for n in range(1, len(seen_ids) + 1)]
+        # One fact per statement.
+        statements = [normalize_statement(fact.fact) for fact in current.values()]
+        assert len(set(statements)) == len(statements)
+        # Supersession links point at facts of this entity, and only superseded facts have one.
+        for fact in current.values():
+            assert (fact.status == "superseded") == (fact.superseded_by is not None)
+            if fact.superseded_by is not None:
+                assert fact.superseded_by in current
+                assert fact.superseded_by != fact.id
