@@ -93,9 +93,9 @@ class EntityCatalog:
     ) -> Entity | None:
         metadata = self._tx.read_text(f"{folder}/{METADATA_FILE}")
         if metadata is not None:
-            return parse_metadata(
-                f"{folder}/{METADATA_FILE}", metadata, kind=kind, slug=slug, archived=archived
-            )
+            # Errors name the absolute path: that is what an operator can open and fix.
+            where = self._tx.root / folder / METADATA_FILE
+            return parse_metadata(where, metadata, kind=kind, slug=slug, archived=archived)
         summary = self._tx.read_text(f"{folder}/{SUMMARY_FILE}")
         if summary is None and not self._tx.exists(f"{folder}/{ITEMS_FILE}"):
             return None

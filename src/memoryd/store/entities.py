@@ -211,7 +211,7 @@ def render_metadata(entity: Entity) -> str:
 _KNOWN_KEYS = frozenset({"name", "kind", "aliases", "status", "created"})
 
 
-def parse_metadata(path: str, text: str, *, kind: EntityKind, slug: str, archived: bool) -> Entity:
+def parse_metadata(path: Path, text: str, *, kind: EntityKind, slug: str, archived: bool) -> Entity:
     """Read entity.json of the folder `slug` in the bucket of `kind`.
 
     The folder decides kind and slug (they make the ref, which never changes); the file gives
@@ -220,7 +220,7 @@ def parse_metadata(path: str, text: str, *, kind: EntityKind, slug: str, archive
     """
 
     def corrupt(reason: str) -> CorruptFileError:
-        return CorruptFileError(Path(path), reason)
+        return CorruptFileError(path, reason)
 
     try:
         document = json.loads(text)

@@ -92,7 +92,8 @@ class FactFile:
         self.entity = entity
         self.path = entity.items_path
         text = tx.read_text(self.path)
-        facts = parse_items(self.path, text) if text is not None else []
+        # Errors name the absolute path: that is what an operator can open and fix.
+        facts = parse_items(tx.root / self.path, text) if text is not None else []
         self._facts = {fact.id: fact for fact in facts}
         self._by_statement: dict[str, str] = {}
         for fact in facts:

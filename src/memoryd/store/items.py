@@ -113,26 +113,26 @@ def _fact_to_json(fact: Fact) -> dict[str, Any]:
     return document
 
 
-def parse_items(path: str, text: str) -> list[Fact]:
+def parse_items(path: Path, text: str) -> list[Fact]:
     """Parse an items.json. Raise CorruptFileError (naming `path`) for invalid JSON, a document
     that is not a list, a fact of the wrong shape or a duplicate id."""
     try:
         document = json.loads(text)
     except json.JSONDecodeError as error:
         raise CorruptFileError(
-            Path(path), f"not valid JSON ({error.msg} at line {error.lineno})"
+            path, f"not valid JSON ({error.msg} at line {error.lineno})"
         ) from None
     if not isinstance(document, list):
-        raise CorruptFileError(Path(path), "expected a JSON array of facts")
+        raise CorruptFileError(path, "expected a JSON array of facts")
     facts: list[Fact] = []
     seen: set[str] = set()
     for position, item in enumerate(document):
         try:
             fact = _fact_from_json(item)
         except (TypeError, ValueError, KeyError) as error:
-            raise CorruptFileError(Path(path), f"fact #{position + 1}: {error}") from None
+            raise CorruptFileError(path, f"fact #{position + 1}: {error}") from None
         if fact.id in seen:
-            raise CorruptFileError(Path(path), f"fact #{position + 1}: duplicate id {fact.id}")
+            raise CorruptFileError(path, f"fact #{position + 1}: duplicate id {fact.id}")
         seen.add(fact.id)
         facts.append(fact)
     return facts

@@ -236,8 +236,8 @@ def test_a_corrupt_items_json_is_reported_with_its_path_and_never_overwritten(
     path.write_text(content)
     with pytest.raises(CorruptFileError) as caught:
         FactFile(tx, jane)
-    assert caught.value.path == Path(jane.items_path)
-    assert jane.items_path in str(caught.value)
+    assert caught.value.path == tx.root / jane.items_path
+    assert str(tx.root / jane.items_path) in str(caught.value)
     assert path.read_text() == content
 
 
@@ -335,7 +335,7 @@ def test_rendering_is_deterministic_and_round_trips(texts: list[str]) -> None:
         except InvalidFactError:
             continue
     rendered = render_items(facts.facts())
-    parsed = parse_items("items.json", rendered)
+    parsed = parse_items(Path("items.json"), rendered)
     assert render_items(reversed(parsed)) == rendered
     kept = [t for t in texts if words(t)]
     assert len(parsed) == len({normalize_statement(t) for t in kept})
