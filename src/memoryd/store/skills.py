@@ -58,7 +58,9 @@ class SkillOutcome:
 
 
 @dataclass(frozen=True)
-class _Topic:
+class Topic:
+    """An existing topic: its file's slug and its display name (the file's heading)."""
+
     slug: str
     name: str
 
@@ -81,7 +83,7 @@ def _clean(text: str, what: str) -> str:
     return cleaned
 
 
-def match_topic(topic: str, existing: Iterable[_Topic]) -> _Topic | None:
+def match_topic(topic: str, existing: Iterable[Topic]) -> Topic | None:
     """The existing topic that `topic` should join, by the rule in the module docstring."""
     slug, topic_words = topic_slug(topic), set(words(topic))
     run_together = "".join(words(topic))
@@ -113,7 +115,7 @@ def add_skill(
     folder = agent_folder(skills_dir, agent)
     topics = _topics(tx, folder)
     match = match_topic(name, topics)
-    target = match or _Topic(topic_slug(name), name)
+    target = match or Topic(topic_slug(name), name)
     path = f"{folder}/{target.slug}.md"
     text = tx.read_text(path)
     if text is None:
@@ -150,7 +152,7 @@ def add_routine_skill(
         if b is not None
     }
     by_slug = {topic_slug(section.title): section for section in sections}
-    match = match_topic(name, [_Topic(slug, s.title) for slug, s in sorted(by_slug.items())])
+    match = match_topic(name, [Topic(slug, s.title) for slug, s in sorted(by_slug.items())])
     section = by_slug[match.slug] if match else Section(name)
     if normalize_statement(cleaned_tip) in known:
         return SkillOutcome(path, section.title, added=False, new_topic=False)
@@ -168,14 +170,14 @@ def add_routine_skill(
     return SkillOutcome(path, section.title, added=True, new_topic=match is None)
 
 
-def _topics(tx: FileTransaction, folder: str) -> list[_Topic]:
+def _topics(tx: FileTransaction, folder: str) -> list[Topic]:
     topics = []
     for entry in tx.list_dir(folder):
         if not entry.endswith(".md") or entry == INDEX_FILE or entry.startswith("."):
             continue
         slug = entry.removesuffix(".md")
         heading = first_heading(tx.read_text(f"{folder}/{entry}") or "")
-        topics.append(_Topic(slug, heading or slug))
+        topics.append(Topic(slug, heading or slug))
     return topics
 
 
@@ -186,7 +188,7 @@ def _append_bullet(text: str, item: str) -> str:
     return f"{text}- {item}\n"
 
 
-def _index_topic(tx: FileTransaction, folder: str, topic: _Topic, tip: str) -> None:
+def _index_topic(tx: FileTransaction, folder: str, topic: Topic, tip: str) -> None:
     """Make sure the index has a line for `topic`; lines already there are left as written."""
     path = f"{folder}/{INDEX_FILE}"
     text = tx.read_text(path)
