@@ -4,7 +4,8 @@ It speaks just enough of the API for memoryd: ``POST /v1/messages``, ``POST
 /v1/messages/batches``, ``GET /v1/messages/batches/{id}`` and the results JSONL at the batch's
 ``results_url``. It listens on 127.0.0.1 on a free port, in a background thread.
 
-Scripting. Each request that needs a model answer (a message, or one request inside a batch)
+Scripting (the answer types live in `tests.fakes.anthropic_wire` and are re-exported here).
+Each request that needs a model answer (a message, or one request inside a batch)
 takes the next answer from a queue; when the queue is empty, ``handler(request)`` computes one
 (an exception it raises is kept in ``handler_errors`` and answered with a 500 not to retry);
 without a handler, ``default`` is repeated; with none of these the server answers 400, so an
@@ -43,81 +44,41 @@ import os
 import signal
 import threading
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any
 
-# Fixed timestamps keep every answer byte-for-byte reproducible.
-_CREATED_AT = "2026-01-01T00:00:00Z"
-_EXPIRES_AT = "2026-01-02T00:00:00Z"
+from tests.fakes.anthropic_wire import (
+    Answer,
+    Error,
+    FakeUsage,
+    Handler,
+    RecordedRequest,
+    Text,
+    ToolUse,
+    answer_from_json,
+    batch_json,
+    error_body,
+    invalid_message_params,
+    message_json,
+)
 
-
-@dataclass(frozen=True)
-class FakeUsage:
-    input_tokens: int = 100
-    output_tokens: int = 20
-    cache_creation_input_tokens: int = 0
-    cache_read_input_tokens: int = 0
-
-
-@dataclass(frozen=True)
-class ToolUse:
-    """A ``tool_use`` answer; ``tool_name`` defaults to the tool the request forced."""
-
-    input: Mapping[str, Any]
-    tool_name: str | None = None
-    usage: FakeUsage | None = None
-    delay_seconds: float = 0.0
-
-
-@dataclass(frozen=True)
-class Text:
-    """A text-only answer: the model did not call the tool."""
-
-    text: str = "I have nothing to record."
-    usage: FakeUsage | None = None
-    delay_seconds: float = 0.0
-
-
-@dataclass(frozen=True)
-class Error:
-    """An HTTP error shaped like the real API's error body."""
-
-    status: int
-    type: str
-    message: str = "fake error"
-    headers: Mapping[str, str] = field(default_factory=dict)
-    error_code: str | None = None
-    delay_seconds: float = 0.0
-
-
-Answer = ToolUse | Text | Error
-
-
-@dataclass(frozen=True)
-class RecordedRequest:
-    """One request as the server saw it. ``custom_id`` is set for a request inside a batch."""
-
-    method: str
-    path: str
-    headers: Mapping[str, str]
-    body: Any
-    custom_id: str | None = None
-
-    @property
-    def api_key(self) -> str | None:
-        """The key the client sent: SDK 2.14 sends ``Authorization: Bearer``, older ones
-        ``x-api-key``."""
-        authorization = self.headers.get("authorization", "")
-        if authorization.startswith("Bearer "):
-            return authorization.removeprefix("Bearer ")
-        return self.headers.get("x-api-key")
-
-
-Handler = Callable[[RecordedRequest], Answer]
+__all__ = [
+    "Answer",
+    "Error",
+    "FakeAnthropicServer",
+    "FakeUsage",
+    "Handler",
+    "RecordedRequest",
+    "Text",
+    "ToolUse",
+    "answer_from_json",
+    "main",
+    "server_from_script",
+]
 
 
 @dataclass
@@ -308,7 +269,7 @@ class FakeAnthropicServer:
         return Error(400, "invalid_request_error", "fake server: no answer was scripted")
 
     def _message(self, request: RecordedRequest) -> _Response:
-        problem = _invalid_message_params(request.body)
+        problem = invalid_message_params(request.body)
         if problem:
             return self._error(Error(400, "invalid_request_error", problem))
         answer = self._next_answer(request)
@@ -318,29 +279,13 @@ class FakeAnthropicServer:
         return _json_response(200, message, {}, answer.delay_seconds)
 
     def _message_json(self, params: Mapping[str, Any], answer: ToolUse | Text) -> dict[str, Any]:
-        usage = answer.usage or self._usage
-        content: list[dict[str, Any]]
-        if isinstance(answer, ToolUse):
-            forced = params.get("tool_choice", {}).get("name")
-            name = answer.tool_name or forced or "tool"
-            content = [
-                {"type": "tool_use", "id": self._next_id("toolu"), "name": name,
-                 "input": dict(answer.input)}
-            ]  # fmt: skip
-            stop_reason = "tool_use"
-        else:
-            content = [{"type": "text", "text": answer.text}]
-            stop_reason = "end_turn"
-        return {
-            "id": self._next_id("msg"),
-            "type": "message",
-            "role": "assistant",
-            "model": params.get("model", "fake-model"),
-            "content": content,
-            "stop_reason": stop_reason,
-            "stop_sequence": None,
-            "usage": asdict(usage),
-        }
+        return message_json(
+            params,
+            answer,
+            default_usage=self._usage,
+            message_id=self._next_id("msg"),
+            tool_use_id=self._next_id("toolu"),
+        )
 
     def _create_batch(self, request: RecordedRequest) -> _Response:
         items = request.body.get("requests") if isinstance(request.body, dict) else None
@@ -365,12 +310,12 @@ class FakeAnthropicServer:
         return _json_response(200, self._batch_json(batch_id, batch, ended=False))
 
     def _batch_item(self, request: RecordedRequest) -> dict[str, Any]:
-        problem = _invalid_message_params(request.body)
+        problem = invalid_message_params(request.body)
         answer = (
             Error(400, "invalid_request_error", problem) if problem else self._next_answer(request)
         )
         if isinstance(answer, Error):
-            return {"type": "errored", "error": _error_body(answer, None)}
+            return {"type": "errored", "error": error_body(answer, None)}
         return {"type": "succeeded", "message": self._message_json(request.body, answer)}
 
     def _retrieve_batch(self, batch_id: str) -> _Response:
@@ -383,27 +328,10 @@ class FakeAnthropicServer:
         return _json_response(200, self._batch_json(batch_id, batch, ended=ended))
 
     def _batch_json(self, batch_id: str, batch: _Batch, *, ended: bool) -> dict[str, Any]:
-        count, succeeded = len(batch.lines), batch.succeeded
-        return {
-            "id": batch_id,
-            "type": "message_batch",
-            "processing_status": "ended" if ended else "in_progress",
-            "request_counts": {
-                "processing": 0 if ended else count,
-                "succeeded": succeeded if ended else 0,
-                "errored": count - succeeded if ended else 0,
-                "canceled": 0,
-                "expired": 0,
-            },
-            "created_at": _CREATED_AT,
-            "expires_at": _EXPIRES_AT,
-            "ended_at": _EXPIRES_AT if ended else None,
-            "archived_at": None,
-            "cancel_initiated_at": None,
-            "results_url": f"{self.base_url}/v1/messages/batches/{batch_id}/results"
-            if ended
-            else None,
-        }
+        url = f"{self.base_url}/v1/messages/batches/{batch_id}/results" if ended else None
+        return batch_json(
+            batch_id, count=len(batch.lines), succeeded=batch.succeeded, results_url=url
+        )
 
     def _batch_results(self, batch_id: str) -> _Response:
         with self._lock:
@@ -420,24 +348,8 @@ class FakeAnthropicServer:
         request_id = self._next_id("req")
         headers = {**error.headers, "request-id": request_id}
         return _json_response(
-            error.status, _error_body(error, request_id), headers, error.delay_seconds
+            error.status, error_body(error, request_id), headers, error.delay_seconds
         )
-
-
-def _error_body(error: Error, request_id: str | None) -> dict[str, Any]:
-    detail: dict[str, Any] = {"type": error.type, "message": error.message}
-    if error.error_code is not None:
-        detail["details"] = {"error_code": error.error_code}
-    return {"type": "error", "error": detail, "request_id": request_id}
-
-
-def _invalid_message_params(params: Any) -> str | None:
-    if not isinstance(params, dict):
-        return "the body must be a JSON object"
-    for key in ("model", "max_tokens", "messages"):
-        if key not in params:
-            return f"{key}: Field required"
-    return None
 
 
 def _json_response(
@@ -495,27 +407,6 @@ class _RequestHandler(BaseHTTPRequestHandler):
             self.wfile.write(body)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client timed out and hung up: exactly what a delay is meant to provoke
-
-
-def answer_from_json(data: Mapping[str, Any]) -> Answer:
-    """Build an answer from its JSON form in a script (see the module docstring)."""
-    kind = data.get("kind")
-    delay = float(data.get("delay_seconds", 0.0))
-    usage = FakeUsage(**data["usage"]) if "usage" in data else None
-    if kind == "tool_use":
-        return ToolUse(data["input"], data.get("tool_name"), usage, delay)
-    if kind == "text":
-        return Text(data.get("text", Text.text), usage, delay)
-    if kind == "error":
-        return Error(
-            int(data["status"]),
-            data["type"],
-            data.get("message", "fake error"),
-            dict(data.get("headers", {})),
-            data.get("error_code"),
-            delay,
-        )
-    raise ValueError(f"unknown answer kind {kind!r}")
 
 
 def server_from_script(

@@ -1,0 +1,177 @@
+"""The fake Anthropic API's vocabulary: scripted answers, recorded requests, and the JSON the
+real API answers with (messages, errors, batches).
+
+Pure data and pure functions; the server that speaks it is `tests.fakes.fake_anthropic`. Bodies
+use fixed timestamps, so the same script gives the same bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+_CREATED_AT = "2026-01-01T00:00:00Z"
+_EXPIRES_AT = "2026-01-02T00:00:00Z"
+
+
+@dataclass(frozen=True)
+class FakeUsage:
+    input_tokens: int = 100
+    output_tokens: int = 20
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class ToolUse:
+    """A ``tool_use`` answer; ``tool_name`` defaults to the tool the request forced."""
+
+    input: Mapping[str, Any]
+    tool_name: str | None = None
+    usage: FakeUsage | None = None
+    delay_seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class Text:
+    """A text-only answer: the model did not call the tool."""
+
+    text: str = "I have nothing to record."
+    usage: FakeUsage | None = None
+    delay_seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class Error:
+    """An HTTP error shaped like the real API's error body."""
+
+    status: int
+    type: str
+    message: str = "fake error"
+    headers: Mapping[str, str] = field(default_factory=dict)
+    error_code: str | None = None
+    delay_seconds: float = 0.0
+
+
+Answer = ToolUse | Text | Error
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """One request as the server saw it. ``custom_id`` is set for a request inside a batch."""
+
+    method: str
+    path: str
+    headers: Mapping[str, str]
+    body: Any
+    custom_id: str | None = None
+
+    @property
+    def api_key(self) -> str | None:
+        """The key the client sent: SDK 2.14 sends ``Authorization: Bearer``, older ones
+        ``x-api-key``."""
+        authorization = self.headers.get("authorization", "")
+        if authorization.startswith("Bearer "):
+            return authorization.removeprefix("Bearer ")
+        return self.headers.get("x-api-key")
+
+
+Handler = Callable[[RecordedRequest], Answer]
+
+
+def answer_from_json(data: Mapping[str, Any]) -> Answer:
+    """Build an answer from its JSON form in a script (see the module docstring)."""
+    kind = data.get("kind")
+    delay = float(data.get("delay_seconds", 0.0))
+    usage = FakeUsage(**data["usage"]) if "usage" in data else None
+    if kind == "tool_use":
+        return ToolUse(data["input"], data.get("tool_name"), usage, delay)
+    if kind == "text":
+        return Text(data.get("text", Text.text), usage, delay)
+    if kind == "error":
+        return Error(
+            int(data["status"]),
+            data["type"],
+            data.get("message", "fake error"),
+            dict(data.get("headers", {})),
+            data.get("error_code"),
+            delay,
+        )
+    raise ValueError(f"unknown answer kind {kind!r}")
+
+
+def message_json(
+    params: Mapping[str, Any],
+    answer: ToolUse | Text,
+    *,
+    default_usage: FakeUsage,
+    message_id: str,
+    tool_use_id: str,
+) -> dict[str, Any]:
+    """The Messages API's answer to `params`: a tool call, or text with no tool call."""
+    usage = answer.usage or default_usage
+    content: list[dict[str, Any]]
+    if isinstance(answer, ToolUse):
+        forced = params.get("tool_choice", {}).get("name")
+        name = answer.tool_name or forced or "tool"
+        content = [
+            {"type": "tool_use", "id": tool_use_id, "name": name, "input": dict(answer.input)}
+        ]
+        stop_reason = "tool_use"
+    else:
+        content = [{"type": "text", "text": answer.text}]
+        stop_reason = "end_turn"
+    return {
+        "id": message_id,
+        "type": "message",
+        "role": "assistant",
+        "model": params.get("model", "fake-model"),
+        "content": content,
+        "stop_reason": stop_reason,
+        "stop_sequence": None,
+        "usage": asdict(usage),
+    }
+
+
+def batch_json(
+    batch_id: str, *, count: int, succeeded: int, results_url: str | None
+) -> dict[str, Any]:
+    """A MessageBatch object; the batch has ended exactly when it has a `results_url`."""
+    ended = results_url is not None
+    return {
+        "id": batch_id,
+        "type": "message_batch",
+        "processing_status": "ended" if ended else "in_progress",
+        "request_counts": {
+            "processing": 0 if ended else count,
+            "succeeded": succeeded if ended else 0,
+            "errored": count - succeeded if ended else 0,
+            "canceled": 0,
+            "expired": 0,
+        },
+        "created_at": _CREATED_AT,
+        "expires_at": _EXPIRES_AT,
+        "ended_at": _EXPIRES_AT if ended else None,
+        "archived_at": None,
+        "cancel_initiated_at": None,
+        "results_url": results_url,
+    }
+
+
+def error_body(error: Error, request_id: str | None) -> dict[str, Any]:
+    """The real API's error body: ``{"type": "error", "error": {...}, "request_id": ...}``."""
+    detail: dict[str, Any] = {"type": error.type, "message": error.message}
+    if error.error_code is not None:
+        detail["details"] = {"error_code": error.error_code}
+    return {"type": "error", "error": detail, "request_id": request_id}
+
+
+def invalid_message_params(params: Any) -> str | None:
+    """What the API would say about `params` missing a required field, or None."""
+    if not isinstance(params, dict):
+        return "the body must be a JSON object"
+    for key in ("model", "max_tokens", "messages"):
+        if key not in params:
+            return f"{key}: Field required"
+    return None
