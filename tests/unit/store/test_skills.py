@@ -11,9 +11,11 @@ from hypothesis import strategies as st
 
 from memoryd.store.skills import (
     InvalidSkillError,
+    Topic,
     add_routine_skill,
     add_skill,
     agent_folder,
+    match_topic,
 )
 
 from .conftest import DirTransaction, MemoryTransaction
@@ -181,3 +183,25 @@ def test_any_agent_and_topic_give_a_slug_path_in_the_agent_folder(
     assert re.fullmatch(r"agents/[a-z0-9]+(-[a-z0-9]+)*/[a-z0-9]+(-[a-z0-9]+)*\.md", outcome.path)
     assert outcome.path in tx.files
     assert set(tx.files) == {outcome.path, outcome.path.rsplit("/", 1)[0] + "/skills-index.md"}
+
+
+@pytest.mark.parametrize(
+    ("topic", "expected"),
+    [
+        ("git", "git"),  # same slug beats a subset
+        ("Git Hooks!", "git-hooks"),
+        ("docker compose", "docker-compose-v2"),  # the subset sharing the most words
+        ("e-mail", "email"),  # equal once run together
+        ("kubernetes", None),
+    ],
+)
+def test_match_topic_ranking(topic: str, expected: str | None) -> None:
+    existing = [
+        Topic("docker", "Docker"),
+        Topic("docker-compose-v2", "docker compose v2"),
+        Topic("email", "Email"),
+        Topic("git", "git"),
+        Topic("git-hooks", "git hooks"),
+    ]
+    found = match_topic(topic, existing)
+    assert (found.slug if found else None) == expected
