@@ -12,13 +12,14 @@ an answer already paid for and by the failure counter to recognise the same chun
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
-from datetime import date
+from datetime import date, datetime
+from typing import Any
 from zoneinfo import ZoneInfo
 
 from memoryd.llm.base import estimate_tokens
-from memoryd.sources.model import Conversation, Turn
+from memoryd.sources.model import Conversation, Provenance, Turn
 
 TokenEstimator = Callable[[str], int]
 
@@ -165,3 +166,62 @@ def _pack(turns: list[Turn], budget: int, estimate: TokenEstimator) -> Iterator[
         used += cost
     if group:
         yield group
+
+
+def chunk_to_json(chunk: Chunk) -> dict[str, object]:
+    """The whole chunk as JSON-able data: journal plans and quarantined chunks keep it, so a
+    re-queued chunk can be processed again after its transcript is gone."""
+    return {
+        "agent": chunk.agent,
+        "session_id": chunk.session_id,
+        "source_format": chunk.source_format,
+        "routine": chunk.routine,
+        "day": chunk.day.isoformat(),
+        "part": chunk.part,
+        "zone": chunk.zone.key,
+        "key": chunk.key,
+        "turns": [
+            {
+                "role": turn.role,
+                "text": turn.text,
+                "timestamp": turn.timestamp.isoformat(),
+                "file": turn.provenance.file,
+                "lines": list(turn.provenance.lines),
+                "locator": turn.provenance.locator,
+                "sidechain": turn.sidechain,
+                "trusted": turn.trusted,
+            }
+            for turn in chunk.turns
+        ],
+    }
+
+
+def chunk_from_json(data: Mapping[str, Any]) -> Chunk:
+    """Rebuild a chunk from `chunk_to_json` output. Raise KeyError/ValueError if it is not one."""
+    turns = tuple(
+        Turn(
+            role=item["role"],
+            text=str(item["text"]),
+            timestamp=datetime.fromisoformat(item["timestamp"]),
+            provenance=Provenance(
+                file=str(item["file"]),
+                lines=(int(item["lines"][0]), int(item["lines"][1])),
+                locator=item.get("locator"),
+            ),
+            sidechain=bool(item.get("sidechain", False)),
+            trusted=bool(item.get("trusted", True)),
+        )
+        for item in data["turns"]
+    )
+    if not turns:
+        raise ValueError("a chunk has at least one turn")
+    return Chunk(
+        agent=str(data["agent"]),
+        session_id=str(data["session_id"]),
+        source_format=str(data["source_format"]),
+        routine=data.get("routine"),
+        day=date.fromisoformat(data["day"]),
+        part=int(data["part"]),
+        turns=turns,
+        zone=ZoneInfo(str(data["zone"])),
+    )

@@ -17,13 +17,8 @@ Invariants:
   commit signing are switched off through `GIT_CONFIG_*` (a daemon has no one to answer them);
 - a commit with nothing in it is never made (`commit` returns None).
 
-A stale `index.lock` (a crashed git left it) blocks every index write. Before writing, the lock is
-inspected: it is *held* when some process has it open (a scan of `/proc/*/fd`) or a `git`
-process other than a read-only `cat-file` helper runs inside the repository (`/proc/*/cwd`).
-Processes of other users are invisible to that scan; memoryd runs git under its own single-writer
-lock, so those are not expected. Without `/proc` the lock always counts as held. An unheld lock
-older than the threshold is removed (logged as `store.stale_lock_removed`); otherwise memoryd
-waits, polling, for a bounded time, and then raises GitError.
+A stale `index.lock` left by a crashed git is handled before every index write; see
+`memoryd.store._gitlock` for how memoryd decides that a lock is stale.
 """
 
 from __future__ import annotations
@@ -44,6 +39,7 @@ from git.cmd import Git
 from git.exc import GitCommandError, InvalidGitRepositoryError, NoSuchPathError
 
 from memoryd.errors import GitError
+from memoryd.store._gitlock import LockPolicy, clear_index_lock
 
 log = structlog.get_logger(__name__)
 
@@ -116,12 +112,15 @@ class GitStore:
         self.store_root = store_root.resolve()
         self.identity = identity
         self._clock = clock
-        self._stale_lock_after = stale_lock_after
-        self._lock_timeout = lock_timeout_seconds
-        self._lock_poll = lock_poll_seconds
         self._command_timeout = command_timeout_seconds
-        self._sleep = sleep
-        self._proc_root = proc_root
+        self.lock_policy = LockPolicy(
+            now=self._now,
+            sleep=sleep,
+            stale_after=stale_lock_after,
+            timeout_seconds=lock_timeout_seconds,
+            poll_seconds=lock_poll_seconds,
+            proc_root=proc_root,
+        )
 
     def _now(self) -> datetime:
         # Lock age needs a time; a store built without a clock treats every lock as young.
@@ -230,6 +229,57 @@ class GitStore:
             sha = session.head()
         log.info("store.committed", commit=sha, paths=len(changed))
         return sha
+
+    def find_commit(self, trailer: str, value: str, *, limit: int = 50) -> str | None:
+        """The sha of the most recent of the last `limit` commits whose message has the trailer
+        line `<trailer>: <value>`, or None (also on an unborn branch)."""
+        wanted = f"{trailer}: {value}"
+        with self._open() as session:
+            if session.head() is None:
+                return None
+            output = session.run(
+                "log", f"--max-count={limit}", "--format=%H%x00%B%x1e", optional_locks=False
+            )
+        for record in output.split("\x1e"):
+            sha, _, body = record.strip().partition("\0")
+            if sha and wanted in body.splitlines():
+                return sha
+        return None
+
+    def restore(self, paths: Iterable[str]) -> list[str]:
+        """Put store-relative files back as HEAD has them: a tracked file gets HEAD's content
+        (undeleted if need be), a file HEAD does not have is removed. Return what was restored.
+        Used to undo memoryd's own half-done writes; never call it on others' edits."""
+        relative = sorted({_checked_relative(p) for p in paths})
+        if not relative:
+            return []
+        with self._open() as session:
+            session.clear_index_lock()
+            pathspecs = {p: session.to_repo_relative(p) for p in relative}
+            in_head: set[str] = set()
+            if session.head() is not None:
+                listing = session.run(
+                    "ls-tree",
+                    "-r",
+                    "-z",
+                    "--name-only",
+                    "HEAD",
+                    "--",
+                    *session.store_pathspec(),
+                    optional_locks=False,
+                )
+                in_head = {entry for entry in listing.split("\0") if entry}
+            tracked = [spec for spec in pathspecs.values() if spec in in_head]
+            if tracked:
+                session.run_with_pathspecs(["checkout", "HEAD"], tracked)
+            for store_path, spec in pathspecs.items():
+                if spec not in in_head:
+                    target = session.work_tree / spec
+                    if target.is_file() or target.is_symlink():
+                        target.unlink()
+                        log.info("store.restored_removed", path=store_path)
+        log.info("store.restored", paths=len(relative))
+        return relative
 
     # -- internals --------------------------------------------------------------------------
 
@@ -349,70 +399,9 @@ class _Session:
 
     def clear_index_lock(self) -> None:
         """Remove a stale index.lock, wait for a live one, or raise GitError."""
-        lock = self.git_dir / "index.lock"
-        polls = max(1, int(self.owner._lock_timeout / self.owner._lock_poll))
-        for attempt in range(polls + 1):
-            try:
-                modified = datetime.fromtimestamp(lock.lstat().st_mtime, UTC)
-            except FileNotFoundError:
-                return
-            age = self.owner._now() - modified
-            if age > self.owner._stale_lock_after and not lock_is_held(
-                lock, (self.work_tree, self.git_dir), self.owner._proc_root
-            ):
-                lock.unlink(missing_ok=True)
-                log.warning(
-                    "store.stale_lock_removed", lock=str(lock), age_seconds=int(age.total_seconds())
-                )
-                return
-            if attempt < polls:
-                self.owner._sleep(self.owner._lock_poll)
-        raise GitError(
-            f"{lock} is still present after {self.owner._lock_timeout:g} s: another git process "
-            "is working in this repository, or it crashed recently; remove the file if no git "
-            "process is running"
+        clear_index_lock(
+            self.git_dir / "index.lock", (self.work_tree, self.git_dir), self.owner.lock_policy
         )
-
-
-def lock_is_held(lock: Path, repository_dirs: tuple[Path, ...], proc_root: Path) -> bool:
-    """Whether some live process may own `lock`; True when that cannot be determined."""
-    if not proc_root.is_dir():
-        return True
-    target = str(lock)
-    for process in proc_root.iterdir():
-        if not process.name.isdigit():
-            continue
-        if _has_open(process, target) or _is_git_inside(process, repository_dirs):
-            return True
-    return False
-
-
-def _has_open(process: Path, target: str) -> bool:
-    try:
-        descriptors = list((process / "fd").iterdir())
-    except OSError:  # gone, or another user's process
-        return False
-    for descriptor in descriptors:
-        try:
-            if os.readlink(descriptor) == target:
-                return True
-        except OSError:
-            continue
-    return False
-
-
-def _is_git_inside(process: Path, repository_dirs: tuple[Path, ...]) -> bool:
-    try:
-        if not (process / "comm").read_text().startswith("git"):
-            return False
-        arguments = (process / "cmdline").read_bytes().split(b"\0")
-        cwd = Path(os.readlink(process / "cwd"))
-    except OSError:
-        return False
-    # The `cat-file --batch` helpers GitPython keeps alive only read objects; they never lock.
-    if b"cat-file" in arguments:
-        return False
-    return any(cwd == directory or directory in cwd.parents for directory in repository_dirs)
 
 
 def _under(entries: set[str], pathspecs: list[str]) -> set[str]:

@@ -91,3 +91,16 @@ def test_chunking_keeps_every_character_in_order(sizes: list[int], budget: int) 
     shorter = cut_chunks(conversation(*turns[:-1]), UTC_ZONE, budget) if len(turns) > 1 else []
     for old, new in zip(shorter[:-1], chunks, strict=False):
         assert old.key == new.key
+
+
+def test_a_chunk_survives_a_json_round_trip() -> None:
+    from memoryd.extractors.chunking import chunk_from_json, chunk_to_json
+
+    original = cut_chunks(
+        conversation(turn(1, START, "hi"), turn(2, START, "out", role="tool")),
+        ZoneInfo("Europe/Berlin"),
+        1000,
+    )[0]
+    rebuilt = chunk_from_json(chunk_to_json(original))
+    assert rebuilt == original
+    assert rebuilt.key == original.key

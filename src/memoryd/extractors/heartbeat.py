@@ -1,0 +1,593 @@
+"""One heartbeat, step by step (DESIGN §6): read, clean, chunk, extract, apply, commit.
+
+The order of events is what makes a heartbeat safe to kill at any moment:
+
+1. A predecessor's unfinished commit is finished first (`memoryd.extractors.recovery`).
+2. Edits others left uncommitted in the store are committed in their own commit.
+3. Sources are read from their committed cursors; the cleaned text of every conversation-day
+   goes into the full-text index (mention counting needs it before anything is filed).
+4. Chunks are processed in chronological order. Each chunk's plan is journalled before the model
+   is called and its validated answer (with its usage, in the ledger) before it is applied, so an
+   answer is never paid for twice: when the same chunk comes back, its stored answer is reused.
+   Each answer is applied to one in-memory transaction, so later chunks see earlier ones.
+5. The transaction's planned writes, the new cursors and the pending-fact changes are recorded as
+   the commit *intent*; then the files are written and committed in one git commit (trailer
+   `Memoryd-Run`); then, in one database transaction, cursors advance, chunks are marked
+   committed, pending facts change and the intent is dropped.
+
+A chunk that fails for good (an invalid answer twice, a permanent API error) writes nothing and
+holds its files' cursors back, so the content after it waits; after `quarantine_after` failed
+heartbeats it is quarantined (kept whole in the database for `memoryd retry`) and reading moves
+on. A transient failure (the API unreachable, the budget spent) stops the heartbeat: what was
+applied so far is committed, and everything after it waits for the next heartbeat.
+"""
+
+from __future__ import annotations
+
+import json
+import time as monotonic_time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal
+from zoneinfo import ZoneInfo
+
+from memoryd.errors import EXIT_FAILED, EXIT_OK, EXIT_TEMPFAIL, ConcurrentEditError
+from memoryd.extractors.apply import ApplyCounters, StoreSession, apply_answer
+from memoryd.extractors.chunking import Chunk, chunk_from_json, chunk_to_json, cut_chunks
+from memoryd.extractors.context import build_context
+from memoryd.extractors.contract import RecordMemories
+from memoryd.extractors.extract import Extractor, InvalidAnswerError
+from memoryd.extractors.pending import PendingOverlay
+from memoryd.extractors.recovery import (
+    INTENT_KEY,
+    RUN_TRAILER,
+    finalize,
+    finish_interrupted_commit,
+)
+from memoryd.llm.base import PermanentLLMError, TransientLLMError, estimate_tokens
+from memoryd.llm.prices import PriceTable, Usage
+from memoryd.logs import get_logger
+from memoryd.sources.cursor import FileCursor
+from memoryd.sources.model import Conversation
+from memoryd.sources.reader import SourceReader
+from memoryd.state.facade import State
+from memoryd.state.journal import PlannedWrite as JournalWrite
+from memoryd.store.git import GitStore
+from memoryd.store.index import write_index
+from memoryd.store.skills import INDEX_FILE, agent_folder
+from memoryd.store.unit import ABSENT, PlannedWrite, UnitOfWork
+
+log = get_logger(__name__)
+
+Outcome = Literal["ok", "nothing-new", "failed", "stopped"]
+Cleaner = Callable[[Conversation], Conversation | None]
+SecretScanner = Callable[[str], list[str]]
+# What one chunk costs besides its transcript: the system prompt, tool schema and context.
+_OUTPUT_TOKENS_GUESS = 800
+_MAX_REPLANS = 3
+
+
+@dataclass(frozen=True)
+class HeartbeatSettings:
+    zone: ZoneInfo
+    chunk_tokens: int
+    context_facts: int
+    min_mentions: int
+    skills_dir: str
+    tacit_file: str
+    backfill: timedelta | None
+    daily_usd: float
+    heartbeat_usd: float
+    model: str
+    quarantine_after: int = 3
+
+
+@dataclass(frozen=True)
+class Source:
+    """One configured source of one agent; `key` identifies it in the state database."""
+
+    agent: str
+    key: str
+    reader: SourceReader
+
+
+@dataclass
+class HeartbeatReport:
+    run_id: str
+    outcome: Outcome = "nothing-new"
+    counters: ApplyCounters = field(default_factory=ApplyCounters)
+    chunks: int = 0
+    chunks_extracted: int = 0
+    chunks_reused: int = 0
+    chunks_empty: int = 0
+    chunks_failed: int = 0
+    chunks_quarantined: int = 0
+    chunks_deferred: int = 0
+    usage: Usage = field(default_factory=Usage)
+    cost_usd: float = 0.0
+    commit: str | None = None
+    foreign_commit: str | None = None
+    stop_reason: str | None = None
+    duration_ms: int = 0
+
+    @property
+    def exit_code(self) -> int:
+        if self.outcome == "stopped":
+            return EXIT_TEMPFAIL
+        return EXIT_FAILED if self.outcome == "failed" else EXIT_OK
+
+    def log_fields(self) -> dict[str, Any]:
+        c = self.counters
+        return {
+            "run_id": self.run_id,
+            "outcome": self.outcome,
+            "facts_added": c.facts_added,
+            "facts_superseded": c.facts_superseded,
+            "entities_created": c.entities_created,
+            "skills_added": c.skills_added,
+            "notes_added": c.notes_added,
+            "tacit_added": c.tacit_added,
+            "chunks": self.chunks,
+            "chunks_extracted": self.chunks_extracted,
+            "chunks_reused": self.chunks_reused,
+            "chunks_empty": self.chunks_empty,
+            "chunks_failed": self.chunks_failed,
+            "chunks_quarantined": self.chunks_quarantined,
+            "input_tokens": self.usage.input_tokens,
+            "output_tokens": self.usage.output_tokens,
+            "cache_read_tokens": self.usage.cache_read_input_tokens,
+            "cache_write_tokens": self.usage.cache_creation_input_tokens,
+            "cost_usd": round(self.cost_usd, 6),
+            "commit": self.commit,
+            "stop_reason": self.stop_reason,
+            "duration_ms": self.duration_ms,
+        }
+
+
+@dataclass
+class _Read:
+    """What reading all sources gave: chunks, and the cursors to commit per source."""
+
+    chunks: list[Chunk]
+    old: dict[str, dict[str, str]]  # source key -> path -> cursor JSON, as committed
+    new: dict[str, dict[str, str]]  # source key -> path -> cursor JSON, after this read
+    sources_by_file: dict[str, str]  # file path -> source key
+
+
+@dataclass
+class _Progress:
+    """The in-flight state of a heartbeat's processing loop."""
+
+    done: list[str] = field(default_factory=list)  # chunk keys applied in this heartbeat
+    held_files: set[str] = field(default_factory=set)  # files whose cursor must not advance
+    answers: dict[str, RecordMemories] = field(default_factory=dict)
+
+
+class Heartbeat:
+    """Runs one heartbeat over real parts passed in (see `memoryd.daemon.jobs` for the wiring)."""
+
+    def __init__(
+        self,
+        *,
+        settings: HeartbeatSettings,
+        sources: Sequence[Source],
+        state: State,
+        git: GitStore,
+        extractor: Extractor,
+        clean: Cleaner,
+        scan_secrets: SecretScanner,
+        prices: PriceTable,
+        clock: Callable[[], datetime],
+        should_stop: Callable[[], bool] = lambda: False,
+        run_id: str | None = None,
+    ) -> None:
+        self.settings = settings
+        self.sources = list(sources)
+        self.state = state
+        self.git = git
+        self.extractor = extractor
+        self.clean = clean
+        self.scan_secrets = scan_secrets
+        self.prices = prices
+        self.clock = clock
+        self.should_stop = should_stop
+        self.run_id = run_id or uuid.uuid4().hex[:16]
+        self.report = HeartbeatReport(self.run_id)
+
+    # -- the whole heartbeat ------------------------------------------------------------------
+
+    def run(self) -> HeartbeatReport:
+        started = monotonic_time.monotonic()
+        now = self.clock()
+        self.state.runs.start(self.run_id, "heartbeat", now)
+        log.info("heartbeat.started", run_id=self.run_id)
+        finish_interrupted_commit(self.state, self.git, now)
+        foreign = UnitOfWork(self.git).commit_foreign_edits(self.scan_secrets)
+        self.report.foreign_commit = foreign.commit
+        read = self._read_sources(index_mentions=True)
+        requeued = self._requeued_chunks()
+        chunks = self._ordered(read.chunks + requeued)
+        self.report.chunks = len(chunks)
+        progress = _Progress()
+        for attempt in range(_MAX_REPLANS):
+            try:
+                self._process(chunks, read, progress, replay=attempt > 0)
+                break
+            except ConcurrentEditError as error:
+                # Someone edited a file between our read and our write: re-read and re-apply
+                # (answers are reused from the journal, so this costs no model calls).
+                log.warning("heartbeat.replanned", path=str(error.path), attempt=attempt + 1)
+                UnitOfWork(self.git).commit_foreign_edits(self.scan_secrets)
+        self.report.duration_ms = int((monotonic_time.monotonic() - started) * 1000)
+        self.state.runs.finish(
+            self.run_id,
+            finished_at=self.clock(),
+            outcome=self.report.outcome,
+            commit_sha=self.report.commit,
+            counters=self.report.log_fields(),
+        )
+        log.info("heartbeat.finished", **self.report.log_fields())
+        return self.report
+
+    def dry_run(self) -> dict[str, Any]:
+        """What a heartbeat would send now: chunks, estimated tokens and cost. Changes nothing."""
+        read = self._read_sources(index_mentions=False)
+        chunks = [c for c in self._ordered(read.chunks) if c.has_dialogue]
+        fresh = [c for c in chunks if self.state.journal.answered(c.key) is None]
+        tokens = sum(self._estimate_input(c) for c in fresh)
+        price = self.prices.get(self.settings.model)
+        cost = (
+            None
+            if price is None
+            else (tokens * price.input + len(fresh) * _OUTPUT_TOKENS_GUESS * price.output) / 1e6
+        )
+        return {
+            "chunks": len(chunks),
+            "chunks_to_send": len(fresh),
+            "estimated_input_tokens": tokens,
+            "estimated_cost_usd": None if cost is None else round(cost, 4),
+            "model": self.settings.model,
+            "by_agent": _count_by(fresh, lambda c: c.agent),
+            "days": sorted({c.day.isoformat() for c in fresh}),
+        }
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def _read_sources(self, *, index_mentions: bool) -> _Read:
+        read = _Read([], {}, {}, {})
+        now = self.clock()
+        since = now - self.settings.backfill if self.settings.backfill else None
+        for source in self.sources:
+            stored = self.state.cursors.for_source(source.agent, source.key)
+            cursors = {path: FileCursor.from_json(text) for path, text in stored.items()}
+            first_sight = self.state.meta.get(f"source.seen:{source.key}") is None
+            result = source.reader.read(cursors, since=since, first_sight=first_sight)
+            read.old[source.key] = dict(stored)
+            read.new[source.key] = {path: c.to_json() for path, c in result.cursors.items()}
+            for conversation in result.conversations:
+                cleaned = self.clean(conversation)
+                if cleaned is None:
+                    continue
+                for turn in cleaned.turns:
+                    read.sources_by_file[turn.provenance.file] = source.key
+                if index_mentions:
+                    self._index_mentions(cleaned)
+                read.chunks.extend(
+                    cut_chunks(cleaned, self.settings.zone, self.settings.chunk_tokens)
+                )
+            if result.more:
+                log.info("source.more_to_read", source=source.key, agent=source.agent)
+        return read
+
+    def _index_mentions(self, conversation: Conversation) -> None:
+        by_day: dict[str, list[str]] = {}
+        for turn in conversation.turns:
+            if turn.role in ("user", "assistant"):
+                day = turn.timestamp.astimezone(self.settings.zone).date().isoformat()
+                by_day.setdefault(day, []).append(turn.text)
+        for day, texts in sorted(by_day.items()):
+            self.state.mentions.append(
+                conversation.agent,
+                conversation.session_id,
+                datetime.fromisoformat(day).date(),
+                "\n".join(texts),
+            )
+
+    def _requeued_chunks(self) -> list[Chunk]:
+        chunks = []
+        for record in self.state.failures.requeued():
+            try:
+                chunks.append(chunk_from_json(json.loads(record.plan_json)))
+            except (KeyError, ValueError, TypeError) as error:
+                log.error("chunk.unreadable_plan", chunk_key=record.chunk_key, error=str(error))
+        return chunks
+
+    def _ordered(self, chunks: list[Chunk]) -> list[Chunk]:
+        unique = {chunk.key: chunk for chunk in chunks}
+        return sorted(
+            unique.values(),
+            key=lambda c: (c.turns[0].timestamp, c.agent, c.session_id, c.day, c.part),
+        )
+
+    # -- processing ---------------------------------------------------------------------------
+
+    def _process(
+        self, chunks: list[Chunk], read: _Read, progress: _Progress, *, replay: bool
+    ) -> None:
+        uow = UnitOfWork(self.git)
+        session = StoreSession.open(
+            uow,
+            skills_dir=self.settings.skills_dir,
+            tacit_file=self.settings.tacit_file,
+            today=self.clock().astimezone(self.settings.zone).date(),
+        )
+        pending = PendingOverlay(self.state.pending)
+        counters = ApplyCounters()
+        stopped = False
+        for chunk in chunks:
+            if replay and chunk.key not in progress.answers:
+                continue  # a re-plan only re-applies what the first pass applied
+            if not replay and not self._should_process(chunk, progress):
+                continue
+            answer = progress.answers.get(chunk.key)
+            if answer is None:
+                if stopped or self.should_stop():
+                    stopped = stopped or self._stop("shutdown requested")
+                    progress.held_files.update(chunk.files)
+                    self.report.chunks_deferred += 1
+                    continue
+                answer = self._answer(chunk, session, progress)
+                if answer is None:
+                    stopped = self.report.outcome == "stopped"
+                    continue
+                progress.answers[chunk.key] = answer
+                progress.done.append(chunk.key)
+            counters.add(
+                apply_answer(
+                    answer,
+                    chunk,
+                    session,
+                    pending=pending,
+                    mentions=self.state.mentions,
+                    min_mentions=self.settings.min_mentions,
+                )
+            )
+        session.facts.save_all()
+        write_index(uow, session.catalog)
+        self.report.counters = counters
+        self._commit(uow, read, progress, pending)
+
+    def _should_process(self, chunk: Chunk, progress: _Progress) -> bool:
+        record = self.state.journal.get(chunk.key)
+        if record is not None and record.state == "committed":
+            return False  # filed by an earlier heartbeat whose cursor lagged behind
+        if self.state.failures.is_quarantined(chunk.key):
+            return False
+        if any(path in progress.held_files for path in chunk.files):
+            progress.held_files.update(chunk.files)
+            self.report.chunks_deferred += 1
+            return False  # an earlier chunk of this file failed: the rest waits behind it
+        if not chunk.has_dialogue:
+            self.report.chunks_empty += 1
+            return False
+        return True
+
+    def _answer(
+        self, chunk: Chunk, session: StoreSession, progress: _Progress
+    ) -> RecordMemories | None:
+        """The chunk's validated answer: from the journal if already paid for, else the model."""
+        stored = self.state.journal.answered(chunk.key)
+        if stored is not None and stored.answer_json is not None:
+            self.report.chunks_reused += 1
+            return RecordMemories.model_validate_json(stored.answer_json)
+        if not self._within_budget(chunk):
+            self._stop("budget")
+            progress.held_files.update(chunk.files)
+            return None
+        plan = json.dumps(chunk_to_json(chunk), sort_keys=True)
+        self.state.journal.plan(chunk.key, run_id=self.run_id, plan_json=plan, at=self.clock())
+        context = build_context(
+            chunk,
+            tx=session.tx,
+            catalog=session.catalog,
+            facts=session.facts,
+            max_facts=self.settings.context_facts,
+            skills_index_path=f"{agent_folder(self.settings.skills_dir, chunk.agent)}/{INDEX_FILE}",
+        )
+        try:
+            extraction = self.extractor.extract(chunk, context)
+        except InvalidAnswerError as error:
+            self._charge(error.usage, None)
+            self._fail(chunk, plan, f"{error} | answer: {error.raw_answer}", progress)
+            return None
+        except TransientLLMError as error:
+            self._stop(f"llm: {error}")
+            progress.held_files.update(chunk.files)
+            return None
+        except PermanentLLMError as error:
+            self._fail(chunk, plan, str(error), progress)
+            return None
+        with self.state.transaction():
+            self.state.journal.record_answer(
+                chunk.key,
+                answer_json=extraction.answer.model_dump_json(),
+                usage=extraction.usage,
+                model=extraction.model or self.settings.model,
+                at=self.clock(),
+            )
+            self._charge(extraction.usage, extraction.model)
+        self.report.chunks_extracted += 1
+        return extraction.answer
+
+    def _charge(self, usage: Usage, model: str | None) -> None:
+        if usage == Usage():
+            return
+        name = model or self.settings.model
+        cost = self.prices.cost(name, usage) if self.prices.knows(name) else 0.0
+        self.state.usage.record(
+            at=self.clock(),
+            model=name,
+            usage=usage,
+            cost_usd=cost,
+            job="heartbeat",
+            run_id=self.run_id,
+        )
+        self.report.usage = self.report.usage + usage
+        self.report.cost_usd += cost
+
+    def _fail(self, chunk: Chunk, plan: str, error: str, progress: _Progress) -> None:
+        record = self.state.failures.record_failure(
+            chunk.key,
+            run_id=self.run_id,
+            error=error,
+            plan_json=plan,
+            at=self.clock(),
+            threshold=self.settings.quarantine_after,
+        )
+        self.report.chunks_failed += 1
+        if self.report.outcome != "stopped":
+            self.report.outcome = "failed"
+        if record.quarantined:
+            # Quarantined chunks are kept whole in the database; reading moves on past them.
+            if record.newly_quarantined:
+                self.report.chunks_quarantined += 1
+                log.error(
+                    "chunk.quarantined",
+                    chunk_key=chunk.key,
+                    agent=chunk.agent,
+                    session=chunk.session_id,
+                    day=chunk.day.isoformat(),
+                    failures=record.failures,
+                    error=error[:500],
+                )
+            return
+        log.warning(
+            "chunk.failed", chunk_key=chunk.key, failures=record.failures, error=error[:500]
+        )
+        progress.held_files.update(chunk.files)
+
+    def _stop(self, reason: str) -> bool:
+        if self.report.outcome != "stopped":
+            self.report.outcome = "stopped"
+            self.report.stop_reason = reason
+            if reason == "budget":
+                self._log_budget_once()
+        return True
+
+    def _log_budget_once(self) -> None:
+        day = self.clock().astimezone(UTC).date().isoformat()
+        if self.state.meta.get("budget.exhausted_logged") != day:
+            self.state.meta.set("budget.exhausted_logged", day)
+            log.warning(
+                "budget.exhausted",
+                daily_usd=self.settings.daily_usd,
+                heartbeat_usd=self.settings.heartbeat_usd,
+                spent_today_usd=round(self._spent_today(), 6),
+            )
+
+    def _estimate_input(self, chunk: Chunk) -> int:
+        # Transcript plus a fixed allowance for the prompt, tool schema and context.
+        return estimate_tokens(chunk.render()) + 3000
+
+    def _spent_today(self) -> float:
+        now = self.clock().astimezone(UTC)
+        start = now.replace(hour=0, minute=0, second=0, microsecond=0)
+        return self.state.usage.spend_between(start, start + timedelta(days=1))
+
+    def _within_budget(self, chunk: Chunk) -> bool:
+        price = self.prices.get(self.settings.model)
+        if price is None:
+            return True
+        estimate = (
+            self._estimate_input(chunk) * price.input + _OUTPUT_TOKENS_GUESS * price.output
+        ) / 1e6
+        daily, per_run = self.settings.daily_usd, self.settings.heartbeat_usd
+        if daily > 0 and self._spent_today() + estimate > daily:
+            return False
+        return not (per_run > 0 and self.report.cost_usd + estimate > per_run)
+
+    # -- committing ---------------------------------------------------------------------------
+
+    def _commit(
+        self, uow: UnitOfWork, read: _Read, progress: _Progress, pending: PendingOverlay
+    ) -> None:
+        cursors = self._cursors_to_commit(read, progress)
+        plan = uow.plan()
+        changes = pending.staged_changes()
+        intent = {
+            "run_id": self.run_id,
+            "writes": [[w.path, w.sha256] for w in plan],
+            "sources": cursors,
+            "chunks": progress.done,
+            "pending": changes,
+            "seen": sorted(k for k, v in read.new.items() if v),
+        }
+        with self.state.transaction():
+            for key in progress.done:
+                self.state.journal.mark_applied(
+                    key, run_id=self.run_id, writes=journal_writes(plan), at=self.clock()
+                )
+            if plan:
+                self.state.meta.set_json(INTENT_KEY, intent)
+        if plan:
+            self.report.commit = uow.apply_and_commit(
+                self._message(), {RUN_TRAILER: self.run_id, **self._trailers()}
+            )
+        finalize(self.state, intent, self.report.commit, self.clock())
+        if self.report.outcome == "nothing-new" and (progress.done or self.report.commit):
+            self.report.outcome = "ok"
+
+    def _cursors_to_commit(self, read: _Read, progress: _Progress) -> list[dict[str, Any]]:
+        result: list[dict[str, Any]] = []
+        for source in self.sources:
+            key = source.key
+            new = read.new.get(key, {})
+            old = read.old.get(key, {})
+            merged = dict(new)
+            for path in progress.held_files:
+                if read.sources_by_file.get(path) != key:
+                    continue
+                if path in old:
+                    merged[path] = old[path]
+                else:
+                    merged.pop(path, None)  # never committed: read it from the start next time
+            result.append({"agent": source.agent, "key": key, "cursors": merged})
+        return result
+
+    def _message(self) -> str:
+        c = self.report.counters
+        parts = [f"+{c.facts_added} fact{'s' * (c.facts_added != 1)}"]
+        if c.facts_superseded:
+            parts.append(f"{c.facts_superseded} superseded")
+        parts.append(f"{c.entities_created} entit{'ies' if c.entities_created != 1 else 'y'}")
+        parts.append(f"{c.skills_added} skill{'s' * (c.skills_added != 1)}")
+        parts.append(f"{c.notes_added} note{'s' * (c.notes_added != 1)}")
+        if c.tacit_added:
+            parts.append(f"{c.tacit_added} tacit")
+        if c.entities_archived:
+            parts.append(f"{c.entities_archived} archived")
+        return "heartbeat: " + ", ".join(parts)
+
+    def _trailers(self) -> dict[str, str]:
+        agents = sorted({source.agent for source in self.sources})
+        return {
+            "Memoryd-Prompts": ", ".join(self.extractor.prompt_refs),
+            "Memoryd-Sources": ", ".join(
+                f"{source.agent}:{source.key.split(':', 1)[0]}" for source in self.sources
+            )
+            or "none",
+            "Memoryd-Agents": ", ".join(agents) or "none",
+        }
+
+
+def journal_writes(plan: Sequence[PlannedWrite]) -> list[JournalWrite]:
+    return [JournalWrite(w.path, None if w.sha256 == ABSENT else w.sha256) for w in plan]
+
+
+def _count_by(chunks: Sequence[Chunk], key: Callable[[Chunk], str]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for chunk in chunks:
+        counts[key(chunk)] = counts.get(key(chunk), 0) + 1
+    return dict(sorted(counts.items()))
