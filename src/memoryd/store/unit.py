@@ -18,78 +18,49 @@ bytes are still handed to git: a write left uncommitted by a killed run is commi
 re-run, and a path identical to HEAD yields no commit at all.
 
 `plan()` lists the pending disk changes with the digest of the new content, for the caller's
-journal. `commit_foreign_edits` commits, in a commit of their own and after a secret scan, the
-files others edited in the store and left uncommitted; a file whose digest equals one of
-memoryd's own journaled pending writes is memoryd's half-done work, not a foreign edit, and is
-left to the caller's recovery. Binary (non-UTF-8) files are scanned in their lossy UTF-8 decoding,
-in which any ASCII secret is still visible, and committed when clean: a picture someone dropped
-in the store is kept in history like any other edit. Files over `max_bytes` are not scanned and
-stay uncommitted (reported as `too-large`); symlinks are scanned by their target text and
-committed as links.
+journal; `commit_foreign_edits` (`memoryd.store.foreign`) uses such a journal to tell memoryd's
+own half-done work from edits others left in the store.
 """
 
 from __future__ import annotations
 
-import errno
-import hashlib
 import os
 import re
 import stat
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from types import MappingProxyType
 from typing import NamedTuple
 
-import structlog
-
 from memoryd.errors import ConcurrentEditError, CorruptFileError, StoreError
-from memoryd.store.atomic import TEMP_SUFFIX, atomic_write_bytes, fsync_directory
+from memoryd.store._digest import (
+    ABSENT,
+    content_digest,
+    disk_digest,
+    is_temporary,
+    read_bytes_nofollow,
+)
+from memoryd.store.atomic import atomic_write_bytes, fsync_directory
+from memoryd.store.foreign import (
+    FOREIGN_EDITS_MESSAGE,
+    MAX_SCANNED_BYTES,
+    NO_PENDING,
+    ForeignEditsResult,
+    commit_foreign_edits,
+)
 from memoryd.store.git import GitStore
 from memoryd.store.paths import StorePaths
 
-log = structlog.get_logger(__name__)
+__all__ = [
+    "ABSENT",
+    "ForeignEditsResult",
+    "PlannedWrite",
+    "UnitOfWork",
+    "content_digest",
+    "with_trailers",
+]
 
-# The digest recorded for a path with no file: a read that found nothing, or a planned removal.
-ABSENT = "absent"
-FOREIGN_EDITS_MESSAGE = "Record edits made in the store outside memoryd"
-MAX_SCANNED_BYTES = 8 * 1024 * 1024
-TOO_LARGE = "too-large"
-_NO_PENDING: Mapping[str, str] = MappingProxyType({})
 _TRAILER_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*$")
-
-
-def content_digest(data: bytes) -> str:
-    """The digest memoryd journals and compares: sha256 of the bytes, in hex."""
-    return hashlib.sha256(data).hexdigest()
-
-
-def disk_digest(path: Path) -> str:
-    """Digest of what is at `path` now, never following a symlink at its last component.
-
-    A symlink is digested by its target text; a missing path is ABSENT; a folder is an error.
-    """
-    try:
-        mode = os.lstat(path).st_mode
-    except FileNotFoundError:
-        return ABSENT
-    if stat.S_ISLNK(mode):
-        return content_digest(b"symlink:" + os.fsencode(os.readlink(path)))
-    if stat.S_ISDIR(mode):
-        raise StoreError(f"{path} is a folder where a file was expected")
-    return content_digest(read_bytes_nofollow(path))
-
-
-def read_bytes_nofollow(path: Path) -> bytes:
-    """Read a regular file; raise StoreError if the last component is a symlink."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    except OSError as error:
-        if error.errno == errno.ELOOP:
-            raise StoreError(f"{path} is a symlink; memoryd does not follow links") from error
-        raise
-    with os.fdopen(fd, "rb") as handle:
-        return handle.read()
 
 
 class PlannedWrite(NamedTuple):
@@ -107,25 +78,6 @@ class _Staged:
 
     origin: str | None
     text: str | None
-
-
-@dataclass(frozen=True)
-class WithheldFile:
-    """A foreign edit left uncommitted, and why: the secret kinds found, or `too-large`."""
-
-    path: str
-    reasons: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class ForeignEditsResult:
-    """What `commit_foreign_edits` did: its commit (None if none), the paths it committed, the
-    files it withheld, and memoryd's own half-done writes it recognised and left alone."""
-
-    commit: str | None
-    committed: tuple[str, ...]
-    withheld: tuple[WithheldFile, ...]
-    own: tuple[str, ...]
 
 
 def with_trailers(message: str, trailers: Mapping[str, str]) -> str:
@@ -197,7 +149,7 @@ class UnitOfWork:
         if folder.is_dir():
             for entry in os.scandir(folder):
                 child = _join(key, entry.name)
-                if child == ".git" or _is_temporary(entry.name):
+                if child == ".git" or is_temporary(entry.name):
                     continue
                 if entry.is_dir(follow_symlinks=False):
                     if any(r.startswith(child + "/") for r in self._removed) and not self.exists(
@@ -300,54 +252,19 @@ class UnitOfWork:
     def commit_foreign_edits(
         self,
         scanner: Callable[[str], list[str]],
-        own_pending: Mapping[str, str] = _NO_PENDING,
+        own_pending: Mapping[str, str] = NO_PENDING,
         *,
         message: str = FOREIGN_EDITS_MESSAGE,
         max_bytes: int = MAX_SCANNED_BYTES,
     ) -> ForeignEditsResult:
-        """Commit what others changed in the store and left uncommitted, in its own commit.
+        """Commit, in a commit of their own, the edits others left uncommitted in the store.
 
-        `scanner(text)` returns the kinds of secret found in a text; a file with any is left
-        uncommitted, reported, and logged (`store.foreign_edit_secret`, path and kinds only).
-        `own_pending` maps store-relative paths to the digest memoryd journaled for them
-        (`plan()`); a file matching it is memoryd's own and is not committed here.
-        Changes staged in this unit are not involved: nothing is written to the store.
+        See `memoryd.store.foreign.commit_foreign_edits`; this unit's staged changes are not
+        involved (nothing is written to the store).
         """
-        status = self._git.status()
-        committed: list[str] = []
-        withheld: list[WithheldFile] = []
-        own: list[str] = []
-        for key in sorted({*status.modified, *status.untracked, *status.deleted}):
-            if _is_temporary(PurePosixPath(key).name):
-                continue
-            path = self.root / key
-            digest = disk_digest(path)
-            if own_pending.get(key) == digest:
-                own.append(key)
-                continue
-            reasons = () if digest == ABSENT else self._scan(path, scanner, max_bytes)
-            if reasons:
-                withheld.append(WithheldFile(key, reasons))
-                if reasons != (TOO_LARGE,):
-                    log.warning("store.foreign_edit_secret", path=key, kinds=list(reasons))
-                else:
-                    log.warning("store.foreign_edit_too_large", path=key, max_bytes=max_bytes)
-            else:
-                committed.append(key)
-        sha = self._git.commit(committed, message) if committed else None
-        if sha is not None:
-            log.info("store.foreign_edits_committed", commit=sha, paths=len(committed))
-        return ForeignEditsResult(sha, tuple(committed), tuple(withheld), tuple(own))
-
-    @staticmethod
-    def _scan(path: Path, scanner: Callable[[str], list[str]], max_bytes: int) -> tuple[str, ...]:
-        if path.is_symlink():
-            text = os.readlink(path)
-        else:
-            if path.stat().st_size > max_bytes:
-                return (TOO_LARGE,)
-            text = read_bytes_nofollow(path).decode("utf-8", errors="replace")
-        return tuple(sorted(set(scanner(text))))
+        return commit_foreign_edits(
+            self._git, scanner, own_pending, message=message, max_bytes=max_bytes
+        )
 
     # -- internals -------------------------------------------------------------------------
 
@@ -456,7 +373,3 @@ class UnitOfWork:
 
 def _join(folder: str, name: str) -> str:
     return f"{folder}/{name}" if folder else name
-
-
-def _is_temporary(name: str) -> bool:
-    return name.startswith(".") and name.endswith(TEMP_SUFFIX)

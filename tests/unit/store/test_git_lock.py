@@ -12,7 +12,8 @@ import pytest
 from structlog.testing import capture_logs
 
 from memoryd.errors import GitError
-from memoryd.store.git import GitIdentity, GitStore, lock_is_held
+from memoryd.store._gitlock import lock_is_held
+from memoryd.store.git import GitIdentity, GitStore
 
 NOW = datetime(2026, 3, 4, 5, 6, 7, tzinfo=UTC)
 

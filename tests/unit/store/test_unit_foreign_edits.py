@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 from structlog.testing import capture_logs
 
+from memoryd.store.foreign import TOO_LARGE, WithheldFile
 from memoryd.store.git import GitIdentity, GitStore
-from memoryd.store.unit import ABSENT, TOO_LARGE, UnitOfWork, WithheldFile, content_digest
+from memoryd.store.unit import ABSENT, UnitOfWork, content_digest
 
 NOW = datetime(2026, 3, 4, 5, 6, 7, tzinfo=UTC)
 SECRET = "SECRET-0123456789abcdef"
