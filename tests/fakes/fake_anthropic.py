@@ -18,6 +18,13 @@ included) before the queue is consulted; ``cut_results_streams=N`` breaks the fi
 results downloads halfway, as a dropped connection would. Every HTTP request is recorded
 (method, path, lower-cased headers, JSON body) in ``requests``.
 
+In a test::
+
+    with FakeAnthropicServer([Error(529, "overloaded_error"), ToolUse({"facts": []})]) as server:
+        client = AnthropicClient(api_key="test", base_url=server.base_url, sleep=waits.append)
+        ...
+        assert len(server.message_requests) == 2
+
 Lifecycle. Use it as a context manager (``with FakeAnthropicServer() as server:``); ``stop()``
 wakes delayed answers, shuts the server down and joins every thread, so no thread or socket
 outlives it.

@@ -22,6 +22,7 @@ This is the only module that imports `anthropic`. Its invariants:
 
 from __future__ import annotations
 
+import copy
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -260,7 +261,8 @@ def message_params(request: ToolRequest) -> dict[str, Any]:
             {
                 "name": request.tool.name,
                 "description": request.tool.description,
-                "input_schema": dict(request.tool.input_schema),
+                # A deep copy: the SDK or a retry must never alter the caller's schema.
+                "input_schema": copy.deepcopy(dict(request.tool.input_schema)),
                 **cache,
             }
         ],

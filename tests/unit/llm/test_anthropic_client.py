@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 import socket
 from collections.abc import Callable
 
@@ -10,7 +12,7 @@ from structlog.testing import capture_logs
 from tests.fakes.fake_anthropic import Error, FakeAnthropicServer, FakeUsage, Text, ToolUse
 
 from memoryd.errors import EXIT_FAILED, EXIT_TEMPFAIL, TransientError
-from memoryd.llm.anthropic_client import DEFAULT_BASE_URL, AnthropicClient
+from memoryd.llm.anthropic_client import DEFAULT_BASE_URL, AnthropicClient, message_params
 from memoryd.llm.base import (
     PermanentLLMError,
     SpendLimitError,
@@ -354,3 +356,35 @@ def test_errors_and_logs_never_carry_the_key_or_the_content(
 def test_a_missing_api_key_is_refused_before_anything_is_sent() -> None:
     with pytest.raises(PermanentLLMError, match="no API key"):
         AnthropicClient(api_key="")
+
+
+def test_which_statuses_are_retried(
+    fake_server: FakeAnthropicServer, make_client: ClientFactory, make_request: RequestFactory
+) -> None:
+    client = make_client(max_attempts=2)
+    retried: dict[int, bool] = {}
+    for status in (400, 401, 403, 404, 405, 408, 409, 412, 413, 422, 429, 431, 499, 500, 501,
+                   502, 503, 504, 529, 599):  # fmt: skip
+        fake_server.enqueue(Error(status, "api_error"), ToolUse({"facts": []}))
+        before = len(fake_server.message_requests)
+        with contextlib.suppress(PermanentLLMError):
+            client.call_tool(make_request())
+        retried[status] = len(fake_server.message_requests) - before == 2
+        if fake_server.pending_answers:  # not retried: use up the success left in the queue
+            client.call_tool(make_request())
+
+    assert {status for status, again in retried.items() if again} == {
+        408, 409, 429, 500, 501, 502, 503, 504, 529, 599
+    }  # fmt: skip
+
+
+def test_the_same_request_gives_the_same_bytes(make_request: RequestFactory) -> None:
+    request = make_request()
+
+    first = json.dumps(message_params(request), sort_keys=True)
+    second = json.dumps(message_params(request), sort_keys=True)
+    sent = message_params(request)
+    sent["tools"][0]["input_schema"]["properties"]["facts"]["mutated"] = True
+
+    assert first == second
+    assert "mutated" not in request.tool.input_schema["properties"]["facts"]
