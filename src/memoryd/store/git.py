@@ -219,7 +219,8 @@ class GitStore:
             ]
             if not stageable:
                 return None
-            session.run_with_pathspecs(["add", "--all"], stageable)
+            # --force: a path memoryd names is store content even if a .gitignore matches it.
+            session.run_with_pathspecs(["add", "--all", "--force"], stageable)
             changed = session.staged_changes(stageable)
             if not changed:
                 return None

@@ -254,3 +254,17 @@ def test_file_names_with_pattern_characters_are_taken_literally(tmp_path: Path) 
     store_at(repo).commit(["a*.md"], "literal")
 
     assert committed_files(repo) == {"a*.md"}
+
+
+def test_named_paths_are_committed_even_when_a_gitignore_matches_them(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    (repo / ".gitignore").write_text("*.json\nmemory/\n")
+    (repo / "store" / "memory").mkdir(parents=True)
+    (repo / "store" / "items.json").write_text("[]\n")
+    (repo / "store" / "memory" / "2026-03-04.md").write_text("note\n")
+    (repo / "store" / "stray.json").write_text("{}\n")
+
+    store_at(repo / "store").commit(["items.json", "memory/2026-03-04.md"], "ignored anyway")
+
+    assert committed_files(repo) == {"store/items.json", "store/memory/2026-03-04.md"}
+    assert store_at(repo / "store").status().clean  # ignored strays are nobody's edits
