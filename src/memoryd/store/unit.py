@@ -57,6 +57,7 @@ __all__ = [
     "PlannedWrite",
     "UnitOfWork",
     "content_digest",
+    "disk_digest",
     "with_trailers",
 ]
 
