@@ -149,8 +149,10 @@ def _assignment_value(match: re.Match[str]) -> Span | None:
     if end < len(text) and text[end] in "([":  # a call or an index: `token = get_token()`
         return None
     # `Password: at least 8 characters` is prose; `password: hunter2` at the end of a line is a
-    # YAML value. An `=` assignment needs no such check: prose rarely writes `password=`.
-    if match.group("sep") == ":" and not _rest_of_line_is_empty(text, end):
+    # YAML value, and so is a value that is no plain word (`password: s3cr3t! then ...`). An `=`
+    # assignment needs no such check: prose rarely writes `password=`.
+    prose_like = value.isalpha() or len(value) < 6
+    if match.group("sep") == ":" and prose_like and not _rest_of_line_is_empty(text, end):
         return None
     return start, end
 
