@@ -204,7 +204,8 @@ class EntityCatalog:
 
         `completed` and `inactive` move the folder under `life/archives/` (same path below
         `life/`), `active` moves it back; the ref is unchanged. Nothing is written when the
-        status is already the one given.
+        status is already the one given. Raise StoreError (from the transaction) when a folder
+        already occupies the destination, e.g. a hand-made copy; nothing is moved then.
         """
         current = self._current(entity)
         checked = check_status(status)

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memoryd.errors import CorruptFileError
+from memoryd.errors import CorruptFileError, StoreError
 from memoryd.store.catalog import EntityCatalog
 from memoryd.store.entities import InvalidEntityError, normalize_name
 
@@ -297,3 +297,16 @@ def test_created_entities_resolve_by_their_own_name_with_unique_slugs(names: lis
         assert SLUG_SHAPE.match(entity.slug)
         assert catalog.resolve(name, "person") is not None
         assert reloaded.by_ref(entity.ref) == entity
+
+
+def test_archiving_onto_an_occupied_folder_is_refused_and_moves_nothing(
+    tx: DirTransaction, catalog: EntityCatalog, store_root: Path
+) -> None:
+    launch = catalog.create("Launch", "project", today=TODAY)
+    (store_root / "life/archives/projects/launch").mkdir(parents=True)
+    with pytest.raises(StoreError):
+        catalog.set_status(launch, "completed")
+    assert (store_root / "life/projects/launch/entity.json").is_file()
+    current = catalog.by_ref("projects/launch")
+    assert current is not None
+    assert current.status == "active"
