@@ -268,3 +268,38 @@ def test_named_paths_are_committed_even_when_a_gitignore_matches_them(tmp_path: 
 
     assert committed_files(repo) == {"store/items.json", "store/memory/2026-03-04.md"}
     assert store_at(repo / "store").status().clean  # ignored strays are nobody's edits
+
+
+def test_find_commit_finds_the_latest_commit_with_a_trailer(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    store = store_at(repo)
+    assert store.find_commit("Memoryd-Run", "r1") is None  # unborn branch
+    (repo / "a.md").write_text("1\n")
+    first = store.commit(["a.md"], "one\n\nMemoryd-Run: r1\n")
+    (repo / "a.md").write_text("2\n")
+    store.commit(["a.md"], "two\n\nMemoryd-Run: r2\n")
+
+    assert store.find_commit("Memoryd-Run", "r1") == first
+    assert store.find_commit("Memoryd-Run", "r") is None  # whole lines only
+    assert store.find_commit("Memoryd-Run", "r1", limit=1) is None
+
+
+def test_restore_puts_files_back_as_head_has_them(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    (repo / "store").mkdir()
+    (repo / "store" / "kept.md").write_text("committed\n")
+    (repo / "store" / "moved.md").write_text("committed too\n")
+    store = store_at(repo / "store")
+    store.commit(["kept.md", "moved.md"], "base")
+    (repo / "store" / "kept.md").write_text("half-written by a killed run\n")
+    (repo / "store" / "moved.md").unlink()
+    (repo / "store" / "new.md").write_text("never committed\n")
+    (repo / "store" / "foreign.md").write_text("someone's, not named\n")
+
+    restored = store.restore(["kept.md", "moved.md", "new.md"])
+
+    assert restored == ["kept.md", "moved.md", "new.md"]
+    assert (repo / "store" / "kept.md").read_text() == "committed\n"
+    assert (repo / "store" / "moved.md").read_text() == "committed too\n"
+    assert not (repo / "store" / "new.md").exists()
+    assert store.status().untracked == ("foreign.md",)
