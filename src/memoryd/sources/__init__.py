@@ -15,7 +15,7 @@ One `SourceReader` per configured source (`[[agents.sources]]`, `memoryd.setting
   source names now, and a deleted file's cursor is simply absent (forgotten).
 - `since` is the backfill cutoff (aware UTC, or None for everything) and only applies when
   `first_sight` is true, i.e. the source has never been read: older content is then skipped.
-- `max_bytes` bounds one read (default 32 MiB). `result.more` says whether the budget ran out
+- `max_bytes` bounds one read (default 16 MiB). `result.more` says whether the budget ran out
   before everything new was read; call `read` again with `result.cursors` to go on.
 - `result.conversations`: `model.Conversation`s with the new turns only, in file order, files in
   path order; roles user/assistant/tool, tool output kept whole and marked `trusted=False`,

@@ -22,7 +22,6 @@ import codecs
 import json
 from collections.abc import Iterator, Mapping
 from datetime import datetime
-from pathlib import Path
 from typing import Any, BinaryIO
 
 from memoryd.sources.formats import DocumentFormat, DocumentRead, MalformedDocumentError
@@ -37,8 +36,8 @@ _WHITESPACE = " \t\r\n"
 class ChatGptExportFormat(DocumentFormat):
     name = "chatgpt-export"
 
-    def accepts(self, path: Path) -> bool:
-        return path.suffix == ".json"
+    def accepts(self, folder: str, name: str) -> bool:
+        return name.endswith(".json")
 
     def read(
         self,

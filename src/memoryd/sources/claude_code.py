@@ -20,6 +20,7 @@ Rules (research: transcript-formats.md §1):
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -47,11 +48,11 @@ class ClaudeCodeFormat(LineFormat):
     natural_keys = True
     tree = True
 
-    def accepts(self, path: Path) -> bool:
+    def accepts(self, folder: str, name: str) -> bool:
         return (
-            path.suffix == ".jsonl"
-            and path.name != "journal.jsonl"
-            and "tool-results" not in path.parts
+            name.endswith(".jsonl")
+            and name != "journal.jsonl"
+            and "tool-results" not in folder.split(os.sep)
         )
 
     def decoder(self, path: Path, state: Mapping[str, Any]) -> Decoder:

@@ -5,6 +5,9 @@ format accepts; symlinked directories are not followed, so a link cannot loop th
 out of the tree) or a glob (`**` recursive; matches filtered by the format too). A path that does
 not exist yet yields nothing: agents create their folders on first run. The result is sorted, so
 reading order, and with it every output, is deterministic.
+
+Paths are plain strings here: a heartbeat walks thousands of files, and building `Path` objects
+for each of them cost more than the system calls (measured by benchmarks/bench_sources.py).
 """
 
 from __future__ import annotations
@@ -12,7 +15,9 @@ from __future__ import annotations
 import glob
 import os
 from collections.abc import Callable
-from pathlib import Path
+
+# accepts(folder, name) -> whether the file holds transcripts of the source's format
+Accepts = Callable[[str, str], bool]
 
 _GLOB_CHARACTERS = frozenset("*?[")
 _SKIPPED_DIRECTORIES = frozenset({".git", "__pycache__"})
@@ -22,19 +27,32 @@ def is_glob(spec: str) -> bool:
     return any(character in _GLOB_CHARACTERS for character in spec)
 
 
-def discover(spec: str, accepts: Callable[[Path], bool]) -> list[Path]:
-    """Return the files under `spec` that `accepts` keeps, sorted by path."""
+def discover(spec: str, accepts: Accepts) -> list[str]:
+    """Return the files under `spec` that `accepts` keeps, sorted."""
+    spec = os.path.expanduser(spec)
     if is_glob(spec):
-        matches = (Path(match) for match in glob.glob(os.path.expanduser(spec), recursive=True))
-        return sorted(path for path in matches if path.is_file() and accepts(path))
-    root = Path(spec).expanduser()
-    if root.is_file():
-        return [root]
-    if not root.is_dir():
+        found = []
+        for match in glob.glob(spec, recursive=True):
+            folder, name = os.path.split(match)
+            if os.path.isfile(match) and accepts(folder, name):
+                found.append(match)
+        return sorted(found)
+    if os.path.isfile(spec):
+        return [spec]
+    if not os.path.isdir(spec):
         return []
-    found: list[Path] = []
-    for folder, directories, files in os.walk(root, followlinks=False):
-        directories[:] = sorted(d for d in directories if d not in _SKIPPED_DIRECTORIES)
-        base = Path(folder)
-        found.extend(base / name for name in files if accepts(base / name))
+    found = []
+    pending = [spec.rstrip(os.sep) or os.sep]
+    while pending:
+        folder = pending.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue  # an unreadable sub-folder hides only itself
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                if entry.name not in _SKIPPED_DIRECTORIES:
+                    pending.append(entry.path)
+            elif entry.is_file() and accepts(folder, entry.name):
+                found.append(entry.path)
     return sorted(found)

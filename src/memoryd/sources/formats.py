@@ -57,11 +57,11 @@ class LineFormat(ABC):
     # True when records form a tree whose abandoned branches must be dropped.
     tree: ClassVar[bool] = False
 
-    def accepts(self, path: Path) -> bool:
+    def accepts(self, folder: str, name: str) -> bool:
         """Whether a file found under a source directory holds transcripts of this format."""
-        return path.suffix == ".jsonl"
+        return name.endswith(".jsonl")
 
-    def select(self, paths: list[Path]) -> list[Path]:
+    def select(self, paths: list[str]) -> list[str]:
         """Drop files that duplicate others among those discovered (default: none)."""
         return paths
 
@@ -98,7 +98,7 @@ class DocumentFormat(ABC):
     name: ClassVar[str]
 
     @abstractmethod
-    def accepts(self, path: Path) -> bool:
+    def accepts(self, folder: str, name: str) -> bool:
         """Whether a file found under a source directory is a document of this format."""
 
     @abstractmethod

@@ -30,8 +30,8 @@ _SESSION_KEYS = ("session_id", "session", "conversation_id")
 class JsonlFormat(LineFormat):
     name = "jsonl"
 
-    def accepts(self, path: Path) -> bool:
-        return path.suffix in {".jsonl", ".ndjson"}
+    def accepts(self, folder: str, name: str) -> bool:
+        return name.endswith((".jsonl", ".ndjson"))
 
     def decoder(self, path: Path, state: Mapping[str, Any]) -> Decoder:
         return _JsonlDecoder(path.stem)

@@ -38,8 +38,8 @@ _ROLES: dict[str, Role] = {
 class MarkdownFormat(LineFormat):
     name = "markdown"
 
-    def accepts(self, path: Path) -> bool:
-        return path.suffix in {".md", ".markdown", ".txt"}
+    def accepts(self, folder: str, name: str) -> bool:
+        return name.endswith((".md", ".markdown", ".txt"))
 
     def decoder(self, path: Path, state: Mapping[str, Any]) -> Decoder:
         return _MarkdownDecoder(state, path.stem)

@@ -37,8 +37,8 @@ class OpenClawFormat(LineFormat):
     natural_keys = True
     tree = True
 
-    def accepts(self, path: Path) -> bool:
-        return path.name.endswith(".jsonl") and not any(m in path.name for m in _ARCHIVE_MARKERS)
+    def accepts(self, folder: str, name: str) -> bool:
+        return name.endswith(".jsonl") and not any(m in name for m in _ARCHIVE_MARKERS)
 
     def decoder(self, path: Path, state: Mapping[str, Any]) -> Decoder:
         return _OpenClawDecoder(str(state.get("session", path.stem)))

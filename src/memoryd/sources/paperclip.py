@@ -49,16 +49,12 @@ def run_id(path: Path) -> str:
 class PaperclipFormat(LineFormat):
     name = "paperclip"
 
-    def accepts(self, path: Path) -> bool:
-        return path.name.endswith((_PLAIN, _GZIPPED))
+    def accepts(self, folder: str, name: str) -> bool:
+        return name.endswith((_PLAIN, _GZIPPED))
 
-    def select(self, paths: list[Path]) -> list[Path]:
-        plain = {path for path in paths if path.name.endswith(_PLAIN)}
-        return [
-            path
-            for path in paths
-            if not (path.name.endswith(_GZIPPED) and path.with_name(path.name[:-3]) in plain)
-        ]
+    def select(self, paths: list[str]) -> list[str]:
+        plain = {path for path in paths if path.endswith(_PLAIN)}
+        return [path for path in paths if not (path.endswith(_GZIPPED) and path[:-3] in plain)]
 
     def lineage(self, path: Path) -> str | None:
         return str(path.parent / run_id(path))

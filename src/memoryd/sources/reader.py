@@ -41,7 +41,7 @@ from memoryd.sources.formats import DocumentFormat, LineFormat, MalformedDocumen
 from memoryd.sources.model import Conversation
 from memoryd.sources.registry import get_format
 
-DEFAULT_MAX_BYTES = 32 * 1024 * 1024
+DEFAULT_MAX_BYTES = 16 * 1024 * 1024
 DEFAULT_MAX_LINE_BYTES = 8 * 1024 * 1024
 DEFAULT_BLOCK_BYTES = 1024 * 1024
 
@@ -117,7 +117,7 @@ class SourceReader:
         self.format = get_format(source.format)
         self._options = ReadOptions(agent, source.routine, max_line_bytes, block_bytes)
 
-    def files(self) -> list[Path]:
+    def files(self) -> list[str]:
         """The files the source names right now, sorted."""
         found = discover(self.source.path, self.format.accepts)
         if isinstance(self.format, LineFormat):
@@ -141,19 +141,18 @@ class SourceReader:
         not_before = since if first_sight else None
         stats = ReadStats()
         result = ReadResult(conversations=[], cursors={}, stats=stats)
-        statuses: dict[Path, os.stat_result] = {}
-        for path in self.files():
+        statuses: dict[str, os.stat_result] = {}
+        for key in self.files():
             try:
-                statuses[path] = path.stat()
+                statuses[key] = os.stat(key)
             except FileNotFoundError:
                 continue  # gone between the walk and now: nothing to read
             except OSError as error:
-                self._skip(result, str(path), f"cannot stat: {error.strerror or error}")
-                self._keep(result, cursors.get(str(path)))
+                self._skip(result, key, f"cannot stat: {error.strerror or error}")
+                self._keep(result, cursors.get(key))
         matched = self._match(statuses, cursors, stats)
         budget = max_bytes
-        for path, status in statuses.items():
-            key = str(path)
+        for key, status in statuses.items():
             stats.files_seen += 1
             cursor = matched.get(key)
             if cursor is not None and unchanged(cursor, status):
@@ -161,11 +160,11 @@ class SourceReader:
                 continue
             if budget <= 0:
                 result.more = True
-                self._defer(result, path, status, cursor, not_before)
+                self._defer(result, Path(key), status, cursor, not_before)
                 continue
             outcome = self._read_file(
                 result,
-                path=path,
+                path=Path(key),
                 status=status,
                 cursor=cursor,
                 not_before=not_before,
@@ -183,7 +182,7 @@ class SourceReader:
 
     def _match(
         self,
-        statuses: Mapping[Path, os.stat_result],
+        statuses: Mapping[str, os.stat_result],
         cursors: Mapping[str, FileCursor],
         stats: ReadStats,
     ) -> dict[str, FileCursor]:
@@ -197,20 +196,19 @@ class SourceReader:
         matched: dict[str, FileCursor] = {}
         orphans: dict[str, FileCursor] = {}
         for key, cursor in cursors.items():
-            status = statuses.get(Path(key))
+            status = statuses.get(key)
             if status is not None and _same_file(cursor, status):
                 matched[key] = cursor
             else:
                 orphans[key] = cursor
-        for path, status in statuses.items():
-            if str(path) in matched:
+        for key, status in statuses.items():
+            if key in matched or not orphans:
                 continue
-            adopted = self._adopt(path, status, orphans)
+            adopted = self._adopt(key, status, orphans)
             if adopted is not None:
-                matched[str(path)] = adopted
+                matched[key] = adopted
                 stats.files_moved += 1
-        for path in statuses:
-            key = str(path)
+        for key in statuses:
             if key not in matched and key in orphans:
                 matched[key] = orphans.pop(key)
         stats.files_forgotten = len(orphans)
@@ -222,24 +220,24 @@ class SourceReader:
         A half-written last line counts: it is not read yet.
         """
         lags: dict[str, int] = {}
-        for path in self.files():
+        for key in self.files():
             try:
-                status = path.stat()
+                status = os.stat(key)
             except OSError:
                 continue
-            cursor = cursors.get(str(path))
+            cursor = cursors.get(key)
             if cursor is None:
-                lags[str(path)] = status.st_size
-            elif isinstance(self.format, DocumentFormat) or self.format.compressed(path):
+                lags[key] = status.st_size
+            elif isinstance(self.format, DocumentFormat) or self.format.compressed(Path(key)):
                 # Positions in these are not file offsets: either all read or not.
-                lags[str(path)] = 0 if unchanged(cursor, status) else status.st_size
+                lags[key] = 0 if unchanged(cursor, status) else status.st_size
             elif (cursor.identity.device, cursor.identity.inode) != (
                 status.st_dev,
                 status.st_ino,
             ) or status.st_size < cursor.position:
-                lags[str(path)] = status.st_size
+                lags[key] = status.st_size
             else:
-                lags[str(path)] = status.st_size - cursor.position
+                lags[key] = status.st_size - cursor.position
         return lags
 
     def _read_file(  # noqa: PLR0917 - private; called once, with keywords
@@ -283,22 +281,23 @@ class SourceReader:
         return outcome
 
     def _adopt(
-        self, path: Path, status: os.stat_result, orphans: dict[str, FileCursor]
+        self, path: str, status: os.stat_result, orphans: dict[str, FileCursor]
     ) -> FileCursor | None:
         """Continue a cursor whose file moved to `path` (rotation or a Paperclip gzip)."""
         for key, orphan in orphans.items():
-            if (orphan.identity.device, orphan.identity.inode) == (status.st_dev, status.st_ino):
+            if _same_file(orphan, status):
                 del orphans[key]
-                return replace(orphan, path=str(path))
-        lineage = self.format.lineage(path) if isinstance(self.format, LineFormat) else None
+                return replace(orphan, path=path)
+        fmt = self.format
+        lineage = fmt.lineage(Path(path)) if isinstance(fmt, LineFormat) else None
         if lineage is None:
             return None
         for key, orphan in orphans.items():
-            if isinstance(self.format, LineFormat) and self.format.lineage(Path(key)) == lineage:
+            if isinstance(fmt, LineFormat) and fmt.lineage(Path(key)) == lineage:
                 del orphans[key]
                 # Same content under a new file: keep the position, take the new identity.
                 identity = FileIdentity(status.st_dev, status.st_ino, _EMPTY_SHA256, 0)
-                return replace(orphan, path=str(path), identity=identity, size=-1, at_eof=False)
+                return replace(orphan, path=path, identity=identity, size=-1, at_eof=False)
         return None
 
     def _defer(

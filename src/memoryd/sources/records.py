@@ -27,7 +27,7 @@ class MalformedLineError(MemorydError):
     """One record cannot be decoded; it is skipped and counted, the file goes on."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Part:
     """One piece of dialogue inside a record."""
 
@@ -36,7 +36,7 @@ class Part:
     trusted: bool = True
 
 
-@dataclass
+@dataclass(slots=True)  # slots: a read builds one per line, and they are many
 class Record:
     """One decoded transcript record. See the module docstring."""
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from memoryd.settings import SourceSettings
 from memoryd.sources.cursor import FileCursor
 from memoryd.sources.model import Turn
-from memoryd.sources.reader import ReadResult, SourceReader
+from memoryd.sources.reader import DEFAULT_MAX_BYTES, ReadResult, SourceReader
 
 # CI puts the shared folder beside the clone; the samples are read in place, never copied.
 FIXTURES = Path(__file__).resolve().parents[3].parent / "shared" / "fixtures" / "transcripts"
@@ -25,7 +25,7 @@ def read_once(
     *,
     since: datetime | None = None,
     first_sight: bool | None = None,
-    max_bytes: int = 32 * 1024 * 1024,
+    max_bytes: int = DEFAULT_MAX_BYTES,
 ) -> ReadResult:
     cursors = cursors or {}
     sight = first_sight if first_sight is not None else not cursors
@@ -45,7 +45,7 @@ def read_until_done(
     cursors: Mapping[str, FileCursor] | None = None,
     *,
     since: datetime | None = None,
-    max_bytes: int = 32 * 1024 * 1024,
+    max_bytes: int = DEFAULT_MAX_BYTES,
 ) -> tuple[list[str], ReadResult, int]:
     """Read again while the byte budget left something: (all texts, last result, reads made)."""
     result = read_once(reader, cursors, since=since, max_bytes=max_bytes)

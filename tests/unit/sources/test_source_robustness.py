@@ -81,7 +81,7 @@ def test_a_50_megabyte_single_line_is_skipped_without_being_held(tmp_path: Path)
     )
     collected, result, reads = read_until_done(reader)
     assert collected == ["still here"]
-    assert reads == 2  # the 32 MiB budget stops the first read inside the long line
+    assert reads > 1  # the byte budget stops a read inside the long line; the next goes on
     assert result.cursors[str(path)].line == 2
     assert result.cursors[str(path)].in_long_line is False
 

@@ -1,0 +1,1 @@
+"""memoryd's benchmarks: `python -m benchmarks [NAME ...] [-- OPTIONS]` (see `__main__`)."""
