@@ -8,12 +8,16 @@ reason, 78 configuration error.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
 from typing import NoReturn, TextIO
 
 from memoryd import __version__
+from memoryd.daemon.jobs import Environment, dry_run_heartbeat, run_heartbeat
+from memoryd.daemon.lock import single_writer
 from memoryd.errors import EXIT_CONFIG, EXIT_OK, EXIT_USAGE, ConfigError, MemorydError
 from memoryd.logs import LEVELS, configure_logging, get_logger
 from memoryd.settings import (
@@ -22,9 +26,13 @@ from memoryd.settings import (
     check_environment,
     load_settings,
     resolve_config_path,
+    state_directory,
 )
 
 log = get_logger("memoryd.cli")
+
+# A one-shot command waits this long for a running job to finish before exiting 75.
+LOCK_WAIT_SECONDS = 10.0
 
 
 class _Parser(argparse.ArgumentParser):
@@ -153,6 +161,33 @@ def cmd_init(
     return EXIT_OK
 
 
+def _environment(environ: Mapping[str, str]) -> Environment:
+    return Environment(environ=environ, clock=lambda: datetime.now(UTC))
+
+
+def cmd_heartbeat(
+    args: argparse.Namespace, config: LoadedConfig, environ: Mapping[str, str], out: TextIO
+) -> int:
+    settings = config.settings
+    env = _environment(environ)
+    if args.dry_run:
+        report = dry_run_heartbeat(settings, env)
+        print(json.dumps(report, indent=2, sort_keys=True), file=out)
+        return EXIT_OK
+    with single_writer(state_directory(settings, environ), wait_seconds=LOCK_WAIT_SECONDS):
+        result = run_heartbeat(settings, env)
+    counters = result.counters
+    print(
+        f"heartbeat {result.outcome}: +{counters.facts_added} facts, "
+        f"{counters.facts_superseded} superseded, {counters.entities_created} entities, "
+        f"{counters.skills_added} skills, {counters.notes_added} notes; "
+        f"{result.chunks_extracted} chunks extracted, {result.chunks_failed} failed; "
+        f"${result.cost_usd:.4f}; commit {result.commit or 'none'}",
+        file=out,
+    )
+    return result.exit_code
+
+
 def _not_yet(
     args: argparse.Namespace, _config: LoadedConfig, _environ: Mapping[str, str], _out: TextIO
 ) -> int:
@@ -163,7 +198,7 @@ def _not_yet(
 COMMANDS: dict[str, Command] = {
     "check": cmd_check,
     "init": cmd_init,
-    "heartbeat": _not_yet,
+    "heartbeat": cmd_heartbeat,
     "rewrite": _not_yet,
     "run": _not_yet,
     "status": _not_yet,

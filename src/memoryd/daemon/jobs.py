@@ -1,0 +1,175 @@
+"""The jobs: real parts wired together from the settings, one function per job.
+
+This is where configuration becomes objects: the state database, the git store, the source
+readers, the extractor (the Anthropic adapter or the markers provider), the cleaner and the
+secret scanner. Each job opens what it needs and closes it when done, so a long-running daemon
+holds no repository or database open between jobs.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+
+from memoryd.errors import ConfigError, StoreError
+from memoryd.extractors.extract import Extractor, LLMExtractor, MarkersExtractor
+from memoryd.extractors.heartbeat import Heartbeat, HeartbeatReport, HeartbeatSettings, Source
+from memoryd.redaction import redact, secret_kinds
+from memoryd.settings import Settings, find_api_key, find_base_url, state_directory
+from memoryd.sources.clean import clean_conversation
+from memoryd.sources.model import Conversation
+from memoryd.sources.reader import SourceReader
+from memoryd.state.facade import DATABASE_FILE_NAME, State
+from memoryd.store.git import GitIdentity, GitStore
+from memoryd.store.layout import check_format, open_store, read_format
+
+Clock = Callable[[], datetime]
+
+
+@dataclass(frozen=True)
+class Environment:
+    """What the entry point read from the outside world, handed down explicitly."""
+
+    environ: Mapping[str, str]
+    clock: Clock
+
+
+def source_key(format_name: str, path: str) -> str:
+    """A source's identity in the state database: its format and configured path."""
+    return f"{format_name}:{path}"
+
+
+def build_sources(settings: Settings) -> list[Source]:
+    return [
+        Source(agent.name, source_key(source.format, source.path), SourceReader(agent.name, source))
+        for agent in settings.agents
+        for source in agent.sources
+    ]
+
+
+@contextmanager
+def extractor_for(settings: Settings, env: Environment) -> Iterator[Extractor]:
+    """The configured extractor; an API client is closed (its connections too) on exit."""
+    patterns = tuple(settings.cleaning.extra_patterns)
+    scrub = functools.partial(redact, extra_patterns=patterns)
+    if settings.llm.provider == "markers":
+        yield MarkersExtractor(scrub=scrub)
+        return
+    from memoryd.llm.anthropic_client import AnthropicClient  # noqa: PLC0415 - heavy import
+
+    api_key, where = find_api_key(settings, env.environ)
+    if api_key is None:
+        raise ConfigError(None, [f"At 'llm': no API key found ({where}); run `memoryd check`"])
+    with AnthropicClient(
+        api_key=api_key,
+        base_url=find_base_url(settings, env.environ),
+        timeout_seconds=settings.llm.timeout_seconds,
+        max_attempts=settings.llm.max_attempts,
+    ) as client:
+        yield LLMExtractor(
+            client,
+            model=settings.llm.model,
+            max_tokens=settings.llm.max_output_tokens,
+            scrub=scrub,
+        )
+
+
+def heartbeat_settings(settings: Settings) -> HeartbeatSettings:
+    return HeartbeatSettings(
+        zone=settings.schedule.zone,
+        chunk_tokens=settings.llm.chunk_tokens,
+        context_facts=settings.llm.context_facts,
+        min_mentions=settings.entities.min_mentions,
+        skills_dir=settings.store.skills_dir,
+        tacit_file=settings.store.tacit_file,
+        backfill=settings.backfill.window,
+        daily_usd=settings.budget.daily_usd,
+        heartbeat_usd=settings.budget.heartbeat_usd,
+        model=settings.llm.model,
+    )
+
+
+def git_store(settings: Settings, clock: Clock) -> GitStore:
+    identity = GitIdentity(settings.git.author_name, settings.git.author_email)
+    return GitStore(
+        settings.store.path, identity, clock, command_timeout_seconds=settings.git.timeout_seconds
+    )
+
+
+@contextmanager
+def open_state(settings: Settings, env: Environment) -> Iterator[State]:
+    directory = state_directory(settings, env.environ)
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    state = State.open(directory / DATABASE_FILE_NAME)
+    try:
+        yield state
+    finally:
+        state.close()
+
+
+def make_cleaner(settings: Settings) -> Callable[[Conversation], Conversation | None]:
+    patterns = tuple(settings.cleaning.extra_patterns)
+    limit = settings.cleaning.tool_output_chars
+
+    def clean(conversation: Conversation) -> Conversation | None:
+        cleaned, _stats = clean_conversation(
+            conversation, extra_patterns=patterns, tool_output_chars=limit
+        )
+        return cleaned if cleaned.turns else None
+
+    return clean
+
+
+def make_scanner(settings: Settings) -> Callable[[str], list[str]]:
+    patterns = tuple(settings.cleaning.extra_patterns)
+    return lambda text: secret_kinds(text, patterns)
+
+
+def build_heartbeat(
+    settings: Settings,
+    env: Environment,
+    state: State,
+    extractor: Extractor,
+    *,
+    should_stop: Callable[[], bool] = lambda: False,
+    dry_run: bool = False,
+) -> Heartbeat:
+    git = git_store(settings, env.clock)
+    if dry_run:
+        version = read_format(git.store_root)
+        if version is None:
+            raise StoreError(f"{git.store_root} is not a memoryd store yet; run `memoryd init`")
+        check_format(git.store_root, version)
+    else:
+        open_store(git.store_root, git)
+    return Heartbeat(
+        settings=heartbeat_settings(settings),
+        sources=build_sources(settings),
+        state=state,
+        git=git,
+        extractor=extractor,
+        clean=make_cleaner(settings),
+        scan_secrets=make_scanner(settings),
+        prices=settings.llm.price_table(),
+        clock=env.clock,
+        should_stop=should_stop,
+    )
+
+
+def run_heartbeat(
+    settings: Settings, env: Environment, *, should_stop: Callable[[], bool] = lambda: False
+) -> HeartbeatReport:
+    """One heartbeat with freshly opened parts (the caller holds the single-writer lock)."""
+    with open_state(settings, env) as state, extractor_for(settings, env) as extractor:
+        return build_heartbeat(settings, env, state, extractor, should_stop=should_stop).run()
+
+
+def dry_run_heartbeat(settings: Settings, env: Environment) -> dict[str, object]:
+    scrub = functools.partial(redact, extra_patterns=tuple(settings.cleaning.extra_patterns))
+    with open_state(settings, env) as state:
+        # A dry run calls no model: the markers extractor stands in and is never asked.
+        heartbeat = build_heartbeat(settings, env, state, MarkersExtractor(scrub), dry_run=True)
+        return heartbeat.dry_run()

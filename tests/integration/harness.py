@@ -1,0 +1,121 @@
+"""A workspace for end-to-end heartbeat tests: a store, a state folder, transcripts, a clock.
+
+Everything is real: a git repository made by `memoryd init`'s code, the SQLite state database,
+transcript files on disk and, for the Anthropic provider, the real SDK talking over HTTP to the
+fake server. Only the clock is fixed, and retry waits are recorded instead of slept.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from memoryd.daemon.jobs import Environment, build_heartbeat, open_state
+from memoryd.extractors.extract import Extractor, LLMExtractor, MarkersExtractor
+from memoryd.extractors.heartbeat import HeartbeatReport
+from memoryd.llm.anthropic_client import AnthropicClient
+from memoryd.redaction import redact
+from memoryd.settings import Settings, parse_settings
+from memoryd.store.layout import init_store
+
+TEST_KEY = "sk-ant-test-0000000000000000"
+NOW = datetime(2026, 3, 10, 12, 0, tzinfo=UTC)
+
+
+@dataclass
+class Workspace:
+    root: Path
+    now: datetime = NOW
+    waits: list[float] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def store(self) -> Path:
+        return self.root / "store"
+
+    @property
+    def logs(self) -> Path:
+        return self.root / "logs"
+
+    def settings(self, provider: str = "anthropic", **sections: Any) -> Settings:
+        raw: dict[str, Any] = {
+            "store": {"path": str(self.store)},
+            "state": {"path": str(self.root / "state")},
+            "llm": {"provider": provider, "max_attempts": 3},
+            "budget": {"daily_usd": 0},
+            "backfill": {"since": "all"},
+            "agents": [{"name": "ops", "sources": [{"format": "jsonl", "path": str(self.logs)}]}],
+        }
+        for key, value in sections.items():
+            raw[key] = {**raw.get(key, {}), **value} if isinstance(value, dict) else value
+        return parse_settings(raw)
+
+    def init(self) -> None:
+        self.logs.mkdir(parents=True, exist_ok=True)
+        init_store(self.store, "MEMORY.md", "agents", "memoryd", "memoryd@localhost")
+
+    def write_log(
+        self, name: str, rows: Sequence[Mapping[str, Any]], *, append: bool = False
+    ) -> Path:
+        path = self.logs / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a" if append else "w", encoding="utf-8") as handle:
+            for row in rows:
+                handle.write(json.dumps(row) + "\n")
+        return path
+
+    def environment(self) -> Environment:
+        return Environment(environ={}, clock=lambda: self.now)
+
+    @contextmanager
+    def extractor(self, settings: Settings, base_url: str | None) -> Iterator[Extractor]:
+        scrub = lambda text: redact(text, ())  # noqa: E731 - a one-line adapter
+        if base_url is None:
+            yield MarkersExtractor(scrub)
+            return
+        with AnthropicClient(
+            api_key=TEST_KEY,
+            base_url=base_url,
+            timeout_seconds=5,
+            max_attempts=settings.llm.max_attempts,
+            sleep=self.waits.append,
+        ) as client:
+            yield LLMExtractor(client, model=settings.llm.model, max_tokens=2000, scrub=scrub)
+
+    def heartbeat(self, settings: Settings, base_url: str | None = None) -> HeartbeatReport:
+        env = self.environment()
+        with open_state(settings, env) as state, self.extractor(settings, base_url) as extractor:
+            return build_heartbeat(settings, env, state, extractor).run()
+
+    def git(self, *args: str) -> str:
+        return subprocess.run(
+            ["git", "-C", str(self.store), *args], check=True, capture_output=True, text=True
+        ).stdout
+
+    def commits(self) -> list[str]:
+        return self.git("log", "--format=%s").splitlines()
+
+    def read(self, relative: str) -> str:
+        return (self.store / relative).read_text(encoding="utf-8")
+
+    def facts(self, ref_folder: str) -> list[dict[str, Any]]:
+        data: list[dict[str, Any]] = json.loads(self.read(f"{ref_folder}/items.json"))
+        return data
+
+    def tree(self) -> dict[str, str]:
+        """Every file of the store (outside .git) with its content."""
+        return {
+            path.relative_to(self.store).as_posix(): path.read_text(encoding="utf-8")
+            for path in sorted(self.store.rglob("*"))
+            if path.is_file() and ".git" not in path.relative_to(self.store).parts
+        }
+
+
+def turn(role: str, text: str, when: str) -> dict[str, str]:
+    return {"role": role, "content": text, "timestamp": when}
