@@ -12,8 +12,10 @@ Invariants:
   `head_length` bytes. A different inode, a shrunken file or a changed head means the position no
   longer applies and the file is read again from the start, de-duplicated against `seen`.
 - `seen` holds short digests of the most recent record keys, at most `SEEN_LIMIT`; `horizon` is
-  the newest timestamp among keys that fell out of it. Both bound the cursor's size while still
-  recognising records already yielded when a file is read again.
+  at least the newest timestamp among keys that fell out of it (exact per read: `seen_batches`
+  keeps, per read still represented in `seen`, how many keys it added and its newest time; a
+  batch partly evicted counts whole). Both bound the cursor's size while still recognising
+  records already yielded when a file is read again.
 """
 
 from __future__ import annotations
@@ -67,26 +69,33 @@ class FileCursor:
     not_before: datetime | None = None  # backfill cutoff for a file first seen with a source
     reread_until: int | None = None  # de-duplicate lines starting before this offset
     seen: tuple[str, ...] = ()
+    seen_batches: tuple[tuple[int, datetime | None], ...] = ()
     horizon: datetime | None = None
     last_timestamp: datetime | None = None  # stands in for records that carry no time
     state: Mapping[str, Any] = field(default_factory=dict)  # per-format, JSON-serializable
 
     def remember(self, keys: Iterable[tuple[str, datetime | None]]) -> FileCursor:
         """Return a copy with `keys` (digest, timestamp) added to `seen`, oldest dropped first."""
-        seen = list(self.seen)
-        stamps: dict[str, datetime | None] = {}
-        for digest, stamp in keys:
-            seen.append(digest)
-            stamps[digest] = stamp
+        added = list(keys)
+        if not added:
+            return self
+        stamps = [stamp for _, stamp in added if stamp is not None]
+        seen = [*self.seen, *(digest for digest, _ in added)]
+        batches = [*self.seen_batches, (len(added), max(stamps) if stamps else None)]
         horizon = self.horizon
-        if len(seen) > SEEN_LIMIT:
-            dropped = seen[: len(seen) - SEEN_LIMIT]
-            seen = seen[len(seen) - SEEN_LIMIT :]
-            for digest in dropped:
-                stamp = stamps.get(digest)
-                if stamp is not None and (horizon is None or stamp > horizon):
-                    horizon = stamp
-        return replace(self, seen=tuple(seen), horizon=horizon)
+        excess = len(seen) - SEEN_LIMIT
+        if excess > 0:
+            seen = seen[excess:]
+            while excess > 0:
+                count, newest = batches[0]
+                if newest is not None and (horizon is None or newest > horizon):
+                    horizon = newest
+                if count <= excess:
+                    batches.pop(0)
+                else:
+                    batches[0] = (count - excess, newest)
+                excess -= count
+        return replace(self, seen=tuple(seen), seen_batches=tuple(batches), horizon=horizon)
 
     def to_json(self) -> str:
         """Return the cursor as canonical JSON."""
@@ -108,6 +117,7 @@ class FileCursor:
             "not_before": _time_text(self.not_before),
             "reread_until": self.reread_until,
             "seen": list(self.seen),
+            "seen_batches": [[count, _time_text(newest)] for count, newest in self.seen_batches],
             "horizon": _time_text(self.horizon),
             "last_timestamp": _time_text(self.last_timestamp),
             "state": self.state,
@@ -149,6 +159,9 @@ def _decode(document: Any) -> FileCursor:
         not_before=_parse_time(document["not_before"]),
         reread_until=_optional_int(document["reread_until"]),
         seen=tuple(_typed(item, str) for item in document["seen"]),
+        seen_batches=tuple(
+            (_typed(count, int), _parse_time(newest)) for count, newest in document["seen_batches"]
+        ),
         horizon=_parse_time(document["horizon"]),
         last_timestamp=_parse_time(document["last_timestamp"]),
         state=state,
