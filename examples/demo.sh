@@ -6,7 +6,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 config=examples/demo.toml
 rm -rf demo-out
-mkdir -p demo-out
+# The demo store gets a repository of its own: memoryd would otherwise treat it as a folder of
+# this project's repository (a documented way to run it) and commit into the project.
+mkdir -p demo-out/store
+git init --quiet --initial-branch=main demo-out/store
 
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
@@ -16,18 +19,30 @@ memoryd --config "$config" --log-format console check
 step "memoryd init"
 memoryd --config "$config" --log-format console init
 
-if memoryd --config "$config" heartbeat --help >/dev/null 2>&1 &&
-   memoryd --config "$config" --log-format console heartbeat; then
-  step "the store after one heartbeat"
-  (cd demo-out/store && find . -path ./.git -prune -o -type f -print | sort)
-  step "an entity's facts"
-  cat demo-out/store/life/areas/people/dana-whitfield/items.json 2>/dev/null || true
-  step "a daily note"
-  cat demo-out/store/memory/2026-11-24.md 2>/dev/null || true
-  step "git log"
-  git -C demo-out/store log --stat --format='%h %s%n%b' | head -60
-else
-  step "the store skeleton"
-  (cd demo-out/store && find . -path ./.git -prune -o -type f -print | sort)
-  git -C demo-out/store log --oneline
-fi
+step "memoryd heartbeat --dry-run (what would be sent)"
+memoryd --config "$config" --log-format console heartbeat --dry-run
+
+step "memoryd heartbeat (markers provider, no LLM)"
+memoryd --config "$config" --log-format console heartbeat
+
+step "the store after one heartbeat"
+(cd demo-out/store && find . -path ./.git -prune -o -type f -print | sort)
+
+step "an entity's facts: life/areas/people/dana-whitfield/items.json"
+cat demo-out/store/life/areas/people/dana-whitfield/items.json
+
+step "its summary: life/areas/people/dana-whitfield/summary.md"
+cat demo-out/store/life/areas/people/dana-whitfield/summary.md
+
+step "a daily note: memory/2026-11-24.md (the leaked token was redacted)"
+cat demo-out/store/memory/2026-11-24.md
+
+step "a routine's skills: agents/researcher/routines/research-expansion-skills.md"
+cat demo-out/store/agents/researcher/routines/research-expansion-skills.md
+
+step "git log"
+git -C demo-out/store log --format='%h %s%n%b'
+
+step "a second heartbeat finds nothing new and commits nothing"
+memoryd --config "$config" --log-format console heartbeat
+git -C demo-out/store log --oneline
