@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .support import all_turns, make_reader, read_once, texts
+from .support import all_turns, make_reader, read_once, read_until_done, texts
 
 
 def write_lines(path: Path, entries: list[dict[str, Any]], *, mode: str = "w") -> None:
@@ -473,3 +473,23 @@ def test_markdown_message_appended_across_reads_keeps_its_role(tmp_path: Path) -
         ("assistant", "second half"),
         ("user", "next"),
     ]
+
+
+def test_chatgpt_resume_offsets_are_bytes_even_with_multibyte_text(tmp_path: Path) -> None:
+    export = tmp_path / "conversations.json"
+    base = 1_780_000_000.0
+    items = [
+        conversation(
+            f"c{i}", base + i, [("user", f"ünïcödé 日本語 {i} " + "ß" * (i * 50), base + i)]
+        )
+        for i in range(25)
+    ]
+    # One conversation bigger than the parser's read block, to cross block boundaries
+    items.append(conversation("huge", base + 99, [("user", "€" * 700_000, base + 99)]))
+    export.write_text(json.dumps(items, ensure_ascii=False, indent=1), encoding="utf-8")
+    reader = make_reader("chatgpt-export", export)
+    collected, _, reads = read_until_done(reader, max_bytes=3000)
+    assert reads > 5
+    assert collected[:25] == [f"ünïcödé 日本語 {i} " + "ß" * (i * 50) for i in range(25)]
+    assert collected[25] == "€" * 700_000
+    assert len(collected) == 26
