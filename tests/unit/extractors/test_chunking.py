@@ -8,7 +8,8 @@ from zoneinfo import ZoneInfo
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memoryd.extractors.chunking import cut_chunks, estimate_tokens
+from memoryd.extractors.chunking import cut_chunks
+from memoryd.llm.base import estimate_tokens
 from memoryd.sources.model import Conversation, Provenance, Turn
 
 UTC_ZONE = ZoneInfo("UTC")
