@@ -2,10 +2,13 @@
 
 Records name their parent; the current branch is the chain of parents from the last dialogue
 record of a session (the leaf). Within what one read sees, a record is *abandoned* when it is not
-on that chain but its own ancestry reaches the chain, or reaches a node read earlier (`known`):
-it is then a sibling of the current branch, left behind. A record whose ancestry ends at an
-unknown parent (a line lost to corruption, an excerpt) or at a root of its own is kept, because
-nothing shows it was abandoned; dropping it could lose the words of the current branch.
+on that chain but its own ancestry reaches the chain, or reaches a node read earlier (`known`),
+and the first record of its branch (the child of that meeting point) `opens_branch`: a new
+prompt or reply that replaced another, as a rewind or a branch switch writes it. Siblings whose
+branch starts otherwise (tool results of parallel calls hanging from their calls) are kept. A
+record whose ancestry ends at an unknown parent (a line lost to corruption, an excerpt) or at a
+root of its own is kept, because nothing shows it was abandoned; dropping it could lose the
+words of the current branch.
 
 Sidechains (subagent chatter inside the same file) have trees of their own and are not pruned.
 A branch abandoned *after* it was read cannot be taken back: that is the one difference an
@@ -44,49 +47,63 @@ def _abandoned_in_session(members: list[Record], known: Callable[[str], bool]) -
         return []
     on_branch: set[str] = set()
     cursor: str | None = leaf.uid
+    first = leaf
     while cursor is not None and cursor in nodes and cursor not in on_branch:
         on_branch.add(cursor)
-        cursor = nodes[cursor].parent
+        first = nodes[cursor]
+        cursor = first.parent
     anchors = set(on_branch)
     if cursor is not None:
         anchors.add(cursor)  # where the branch leaves this read: siblings from there are stale
+    # When the branch starts at a prompt without a parent, another root is a sibling too (a
+    # rewind to the very first prompt writes a new root). A structural root (a compaction
+    # boundary that lost its logical parent) proves nothing about what came before it.
+    root_is_anchor = cursor is None and first.opens_branch
 
-    def is_anchor(uid: str) -> bool:
+    def is_anchor(uid: str | None) -> bool:
+        if uid is None:
+            return root_is_anchor
         return uid in anchors or known(uid)
 
     verdicts: dict[str, bool] = {}
-    result = []
-    for record in members:
-        if record.uid is not None and record.uid in on_branch:
-            continue
-        if _reaches(record.parent, nodes, is_anchor, verdicts):
-            result.append(record)
-    return result
+    return [
+        record
+        for record in members
+        if not (record.uid is not None and record.uid in on_branch)
+        and _abandoned(record, nodes, is_anchor, verdicts)
+    ]
 
 
-def _reaches(
-    start: str | None,
+def _abandoned(
+    record: Record,
     nodes: dict[str, Record],
-    is_anchor: Callable[[str], bool],
+    is_anchor: Callable[[str | None], bool],
     verdicts: dict[str, bool],
 ) -> bool:
-    """Whether the ancestry from `start` reaches an anchor; memoised along the walked chain."""
-    walked: list[str] = []
-    walked_set: set[str] = set()
-    cursor = start
+    """Whether `record` sits on a branch that forks off the current one (memoised per uid)."""
+    walked: list[Record] = []
+    visited: set[int] = set()
+    current = record
     verdict = False
-    while cursor is not None:
-        if cursor in verdicts:
-            verdict = verdicts[cursor]
+    while True:
+        walked.append(current)
+        visited.add(id(current))
+        parent = current.parent
+        if is_anchor(parent):
+            # `current` is the first record of a sibling branch: a fork made by a new prompt
+            # (a rewind, a branch switch) abandons it; parallel tool results do not.
+            verdict = current.opens_branch
             break
-        if is_anchor(cursor):
-            verdict = True
+        if parent is None:
             break
-        if cursor not in nodes or cursor in walked_set:
+        if parent in verdicts:
+            verdict = verdicts[parent]
             break
-        walked.append(cursor)
-        walked_set.add(cursor)
-        cursor = nodes[cursor].parent
-    for uid in walked:
-        verdicts[uid] = verdict
+        node = nodes.get(parent)
+        if node is None or id(node) in visited:
+            break  # an unknown parent or a loop: nothing shows this branch was left
+        current = node
+    for item in walked:
+        if item.uid is not None:
+            verdicts[item.uid] = verdict
     return verdict

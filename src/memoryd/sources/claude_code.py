@@ -9,7 +9,8 @@ Rules (research: transcript-formats.md §1):
 - Tool results come back as `user` records; their text becomes an untrusted `tool` turn. The
   `toolUseResult` side-car duplicates it and is never read.
 - The current branch follows `parentUuid` (across a `compact_boundary` via `logicalParentUuid`),
-  so branches abandoned by a rewind are dropped (see `_tree`).
+  so branches abandoned by a rewind are dropped (see `_tree`); only a branch that starts with a
+  user prompt counts as a rewind, so tool results that fork from parallel calls are kept.
 - A compaction summary is skipped once the file has shown dialogue before it: the originals are
   in the file. Only a file that starts with one (a continued session) keeps it.
 - Subagent transcripts (inline `isSidechain`, legacy `agent-*.jsonl`, `<session>/subagents/`)
@@ -111,6 +112,8 @@ class _ClaudeDecoder(Decoder):
             record.parts = [part for part in record.parts if part.text.strip()]
         if record.parts:
             self._had_dialogue = True
+        # Claude Code forks only by a rewind, which re-sends a user prompt.
+        record.opens_branch = any(part.role == "user" for part in record.parts)
         return [record]
 
     def finish(self, records: list[Record]) -> list[Record]:

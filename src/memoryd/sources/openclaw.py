@@ -70,6 +70,8 @@ class _OpenClawDecoder(Decoder):
         if kind != "message" or not isinstance(message, dict):
             return [record] if uid else []
         record.leaf_candidate = True
+        # An edited prompt or a regenerated reply starts a branch; tool results do not.
+        record.opens_branch = message.get("role") in {"user", "assistant"}
         if record.timestamp is None:
             record.timestamp = parse_timestamp(message.get("timestamp"))
         record.parts = _parts(message)

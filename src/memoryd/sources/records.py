@@ -49,6 +49,7 @@ class Record:
     uid: str | None = None  # node id in a transcript tree
     parent: str | None = None  # parent node id in that tree
     leaf_candidate: bool = False  # a dialogue node that can end the current branch
+    opens_branch: bool = False  # as the first record of a sibling branch, it replaced another
     sidechain: bool = False
     subagent: str | None = None
     merge_id: str | None = None  # records sharing it, back to back, are one message

@@ -141,6 +141,58 @@ def test_claude_skips_tool_results_and_journal_files(tmp_path: Path) -> None:
     assert subagent.turns[0].sidechain is True
 
 
+def test_claude_parallel_tool_results_that_fork_are_kept_but_rewinds_are_not(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "s1.jsonl"
+
+    def result(uid: str, parent: str, text: str) -> dict[str, Any]:
+        block = {"type": "tool_result", "tool_use_id": uid, "content": text}
+        return claude(uid, parent, "user", [block])
+
+    call = [{"type": "tool_use", "id": "t", "name": "Read", "input": {}}]
+    write_lines(
+        path,
+        [
+            claude("u1", None, "user", "Read both files"),
+            claude("a1", "u1", "assistant", call, message_id="m1"),
+            claude("a2", "a1", "assistant", call, message_id="m1"),
+            result("r1", "a1", "first file"),  # hangs from its own call: a fork, not a rewind
+            result("r2", "a2", "second file"),
+            claude(
+                "a3", "r2", "assistant", [{"type": "text", "text": "Both read."}], message_id="m2"
+            ),
+            claude("u0", None, "user", "A fresh first prompt"),  # a rewind to the first prompt
+            claude("a0", "u0", "assistant", [{"type": "text", "text": "Starting over."}]),
+        ],
+    )
+    assert texts(read_once(make_reader("claude-code", path))) == [
+        "A fresh first prompt",
+        "Starting over.",
+    ]
+    path.write_text("", encoding="utf-8")
+    lines = path.parent / "kept.jsonl"
+    write_lines(
+        lines,
+        [
+            claude("u1", None, "user", "Read both files"),
+            claude("a1", "u1", "assistant", call, message_id="m1"),
+            claude("a2", "a1", "assistant", call, message_id="m1"),
+            result("r1", "a1", "first file"),
+            result("r2", "a2", "second file"),
+            claude(
+                "a3", "r2", "assistant", [{"type": "text", "text": "Both read."}], message_id="m2"
+            ),
+        ],
+    )
+    assert texts(read_once(make_reader("claude-code", lines))) == [
+        "Read both files",
+        "first file",
+        "second file",
+        "Both read.",
+    ]
+
+
 # --- codex ----------------------------------------------------------------------------------
 
 

@@ -210,18 +210,24 @@ def test_appending_in_random_pieces_yields_every_record_exactly_once(
 def test_rewinds_only_differ_by_branches_abandoned_after_they_were_read(
     steps: list[int], fractions: list[float]
 ) -> None:
-    # Each step adds a node; a step value v > 0 rewinds: the parent is v nodes back on the branch.
+    # Each step adds a node. 0 continues the current branch (roles alternate); v > 0 rewinds as
+    # Claude Code does: the v-th latest user prompt on the branch is sent again, edited, so a
+    # new user node becomes a sibling of that prompt and everything after it is abandoned.
     parents: list[int | None] = []
+    roles: list[str] = []
     branch: list[int] = []
     for index, rewind in enumerate(steps):
-        if rewind and len(branch) > rewind:
-            branch = branch[: len(branch) - rewind]
+        prompts = [node for node in branch if roles[node] == "user"]
+        if rewind and len(prompts) >= rewind:
+            redone = prompts[-rewind]
+            branch = branch[: branch.index(redone)]
+            role = "user"
+        else:
+            role = "assistant" if branch and roles[branch[-1]] == "user" else "user"
         parents.append(branch[-1] if branch else None)
+        roles.append(role)
         branch.append(index)
-    data = "".join(
-        claude_line(i, parent, "user" if i % 2 == 0 else "assistant")
-        for i, parent in enumerate(parents)
-    ).encode()
+    data = "".join(claude_line(i, parent, roles[i]) for i, parent in enumerate(parents)).encode()
     current = {f"text {i} ünï" for i in branch}
     with tempfile.TemporaryDirectory() as folder:
         whole = Path(folder) / "whole.jsonl"
