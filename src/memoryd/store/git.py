@@ -279,8 +279,79 @@ class GitStore:
                     if target.is_file() or target.is_symlink():
                         target.unlink()
                         log.info("store.restored_removed", path=store_path)
+                        _remove_empty_parents(target.parent, self.store_root)
         log.info("store.restored", paths=len(relative))
         return relative
+
+    # -- remotes (git.push) -------------------------------------------------------------------
+    # Primitives only; the policy (when to pull, what a conflict means) is memoryd.store.sync.
+
+    def branch(self) -> str | None:
+        """The checked-out branch's short name, or None on a detached HEAD."""
+        with self._open() as session:
+            try:
+                name = session.run("symbolic-ref", "--quiet", "--short", "HEAD").strip()
+            except GitError:
+                return None
+        return name or None
+
+    def tracked_changes(self) -> bool:
+        """Whether a tracked file anywhere in the repository differs from HEAD (or a rebase
+        is half done): a rebase needs a clean tree, and memoryd never stashes others' work."""
+        with self._open() as session:
+            if session.rebase_in_progress():
+                return True
+            output = session.run(
+                "status", "--porcelain=v1", "-z", "--untracked-files=no", optional_locks=False
+            )
+        return bool(output.strip("\0"))
+
+    def fetch(self, remote: str, branch: str) -> str | None:
+        """Fetch `branch` from `remote` into `refs/remotes/<remote>/<branch>`; return the fetched
+        commit, or None when the remote has no such branch yet. Raise GitError on failure."""
+        tracking = f"refs/remotes/{remote}/{branch}"
+        with self._open() as session:
+            try:
+                session.run("fetch", "--quiet", "--no-tags", remote, f"+refs/heads/{branch}:{tracking}")
+            except GitError as error:
+                if "couldn't find remote ref" in str(error):
+                    return None
+                raise
+            return session.run("rev-parse", "--verify", "--quiet", tracking).strip() or None
+
+    def contains(self, ancestor: str, descendant: str = "HEAD") -> bool:
+        """Whether commit `ancestor` is `descendant` or one of its ancestors."""
+        with self._open() as session:
+            try:
+                session.run("merge-base", "--is-ancestor", ancestor, descendant)
+            except GitError:
+                return False
+        return True
+
+    def rebase_onto(self, upstream: str) -> bool:
+        """Replay the local commits on top of `upstream`. Return False on a conflict, after
+        aborting the rebase, which puts the branch back exactly as it was."""
+        with self._open() as session:
+            if session.rebase_in_progress():
+                session.run("rebase", "--abort")  # left by a killed predecessor
+            if session.head() is None:
+                # Nothing local to replay: an unborn branch simply starts at the upstream.
+                session.run("merge", "--quiet", "--ff-only", upstream)
+                return True
+            try:
+                session.run("rebase", "--quiet", "--no-autostash", upstream)
+            except GitError:
+                if session.rebase_in_progress():
+                    session.run("rebase", "--abort")
+                    return False
+                raise
+        return True
+
+    def push(self, remote: str, branch: str) -> None:
+        """Push HEAD to `branch` on `remote`, never forced. Raise GitError when the remote
+        refuses (it has commits we lack) or the push fails."""
+        with self._open() as session:
+            session.run("push", "--quiet", "--porcelain", remote, f"HEAD:refs/heads/{branch}")
 
     # -- internals --------------------------------------------------------------------------
 
@@ -398,6 +469,9 @@ class _Session:
         )  # fmt: skip
         return sorted(_under({entry for entry in output.split("\0") if entry}, pathspecs))
 
+    def rebase_in_progress(self) -> bool:
+        return (self.git_dir / "rebase-merge").exists() or (self.git_dir / "rebase-apply").exists()
+
     def clear_index_lock(self) -> None:
         """Remove a stale index.lock, wait for a live one, or raise GitError."""
         clear_index_lock(
@@ -416,6 +490,17 @@ def _under(entries: set[str], pathspecs: list[str]) -> set[str]:
             "/".join(entry.split("/")[:depth]) in wanted for depth in range(1, entry.count("/") + 1)
         )
     }
+
+
+def _remove_empty_parents(folder: Path, root: Path) -> None:
+    """Remove `folder` and its parents up to (not including) `root` while they are empty, so an
+    undone write leaves no folder behind (an empty entity folder would still hold its slug)."""
+    while folder != root and root in folder.parents:
+        try:
+            folder.rmdir()
+        except OSError:
+            return  # not empty (or gone): stop here
+        folder = folder.parent
 
 
 def _checked_relative(path: str) -> str:
