@@ -312,7 +312,9 @@ class GitStore:
         tracking = f"refs/remotes/{remote}/{branch}"
         with self._open() as session:
             try:
-                session.run("fetch", "--quiet", "--no-tags", remote, f"+refs/heads/{branch}:{tracking}")
+                session.run(
+                    "fetch", "--quiet", "--no-tags", remote, f"+refs/heads/{branch}:{tracking}"
+                )
             except GitError as error:
                 if "couldn't find remote ref" in str(error):
                     return None
