@@ -32,7 +32,7 @@ from memoryd.settings import (
 log = get_logger("memoryd.cli")
 
 # A one-shot command waits this long for a running job to finish before exiting 75.
-LOCK_WAIT_SECONDS = 10.0
+LOCK_WAIT_SECONDS = 5.0
 
 
 class _Parser(argparse.ArgumentParser):

@@ -1,0 +1,177 @@
+"""The command line as an operator runs it: a real `memoryd` process, its exit codes and output."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from memoryd.errors import EXIT_CONFIG, EXIT_OK, EXIT_TEMPFAIL, EXIT_USAGE
+
+pytestmark = pytest.mark.slow
+
+
+def memoryd(
+    *args: str, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    environ = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(cwd),
+        "PYTHONPATH": os.pathsep.join(sys.path),
+    }
+    environ.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "memoryd", *args],
+        cwd=cwd,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def json_lines(stderr: str) -> list[dict[str, object]]:
+    lines = [json.loads(line) for line in stderr.splitlines() if line.strip()]
+    for line in lines:
+        assert {"event", "level", "timestamp"} <= set(line)
+    return lines
+
+
+def write_config(folder: Path, extra: str = "") -> Path:
+    (folder / "logs").mkdir(exist_ok=True)
+    config = folder / "memoryd.toml"
+    config.write_text(
+        f"""
+[store]
+path = "store"
+[state]
+path = "state"
+[llm]
+provider = "markers"
+[backfill]
+since = "all"
+{extra}
+[[agents]]
+name = "ops"
+  [[agents.sources]]
+  format = "jsonl"
+  path = "logs"
+""",
+        encoding="utf-8",
+    )
+    return config
+
+
+def test_check_reports_every_problem_and_exits_78(tmp_path: Path) -> None:
+    (tmp_path / "memoryd.toml").write_text(
+        '[store]\npath = "s"\ncolour = 1\n[llm]\nprovider = "x"\n', encoding="utf-8"
+    )
+    result = memoryd("check", cwd=tmp_path)
+    assert result.returncode == EXIT_CONFIG
+    assert "memoryd.toml" in result.stderr
+    assert "At 'store.colour': unknown key" in result.stderr
+    assert "At 'llm.provider'" in result.stderr
+
+
+def test_check_finds_the_config_through_the_environment(tmp_path: Path) -> None:
+    config = write_config(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    result = memoryd("check", cwd=elsewhere, env={"MEMORYD_CONFIG": str(config)})
+    assert result.returncode == EXIT_OK, result.stdout + result.stderr
+    assert "configuration OK" in result.stdout
+    assert json_lines(result.stderr)[-1]["event"] == "check.finished"
+
+
+def test_a_missing_api_key_is_a_configuration_error(tmp_path: Path) -> None:
+    write_config(tmp_path)
+    text = (
+        (tmp_path / "memoryd.toml").read_text(encoding="utf-8").replace('"markers"', '"anthropic"')
+    )
+    (tmp_path / "memoryd.toml").write_text(text, encoding="utf-8")
+    result = memoryd("check", cwd=tmp_path)
+    assert result.returncode == EXIT_CONFIG
+    assert "no API key found" in result.stdout
+
+
+def test_usage_errors_exit_2(tmp_path: Path) -> None:
+    assert memoryd("frobnicate", cwd=tmp_path).returncode == EXIT_USAGE
+    assert memoryd("--log-level", "loud", "check", cwd=tmp_path).returncode == EXIT_USAGE
+
+
+def test_init_is_idempotent_and_heartbeat_files_markers(tmp_path: Path) -> None:
+    write_config(tmp_path)
+    first = memoryd("init", cwd=tmp_path)
+    assert first.returncode == EXIT_OK, first.stderr
+    assert "initialised the store" in first.stdout
+    second = memoryd("init", cwd=tmp_path)
+    assert second.returncode == EXIT_OK
+    assert "nothing changed" in second.stdout
+    log = subprocess.run(
+        ["git", "-C", str(tmp_path / "store"), "log", "--oneline"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert len(log.splitlines()) == 1
+
+    (tmp_path / "logs" / "a.jsonl").write_text(
+        json.dumps(
+            {
+                "role": "user",
+                "content": "tacit: Prefers mornings",
+                "timestamp": "2026-03-01T09:00:00Z",
+            }
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+    dry = memoryd("heartbeat", "--dry-run", cwd=tmp_path)
+    assert dry.returncode == EXIT_OK
+    assert json.loads(dry.stdout)["chunks_to_send"] == 1
+    assert not (tmp_path / "store" / "MEMORY.md").read_text(encoding="utf-8").count("Prefers")
+    beat = memoryd("heartbeat", cwd=tmp_path)
+    assert beat.returncode == EXIT_OK, beat.stderr
+    assert "Prefers mornings" in (tmp_path / "store" / "MEMORY.md").read_text(encoding="utf-8")
+    events = [line["event"] for line in json_lines(beat.stderr)]
+    assert events[0] == "heartbeat.started"
+    assert "heartbeat.finished" in events
+
+
+def test_heartbeat_on_an_uninitialised_store_says_what_to_do(tmp_path: Path) -> None:
+    write_config(tmp_path)
+    result = memoryd("heartbeat", cwd=tmp_path)
+    assert result.returncode != EXIT_OK
+    assert "memoryd init" in result.stderr
+
+
+def test_a_held_lock_makes_a_one_shot_heartbeat_exit_75(tmp_path: Path) -> None:
+    write_config(tmp_path)
+    assert memoryd("init", cwd=tmp_path).returncode == EXIT_OK
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from pathlib import Path; from memoryd.daemon.lock import single_writer\n"
+            "with single_writer(Path(sys.argv[1])):\n"
+            "    print('held', flush=True); sys.stdin.read()",
+            str(tmp_path / "state"),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={"PYTHONPATH": os.pathsep.join(sys.path), "PATH": os.environ["PATH"]},
+    )
+    with holder:
+        assert holder.stdout is not None
+        assert holder.stdout.readline().strip() == "held"
+        result = memoryd("heartbeat", cwd=tmp_path)
+        assert holder.stdin is not None
+        holder.stdin.close()
+    assert result.returncode == EXIT_TEMPFAIL
+    assert f"pid {holder.pid}" in result.stderr
