@@ -242,7 +242,7 @@ def _scan(
         line=scan.line,
         in_long_line=scan.in_long_line,
         reread_until=reread_until,
-        last_timestamp=last_time,
+        last_timestamp=last_time or cursor.last_timestamp,
         state=decoder.state(),
     )
     outcome.cursor = _finished(advanced, cursor.identity, status, scan.reached_eof)

@@ -139,6 +139,8 @@ class _ObjectStream:
         while True:
             try:
                 value, end = decoder.raw_decode(self._buffer, self._index)
+            except RecursionError:
+                raise MalformedDocumentError("nested too deeply to parse") from None
             except json.JSONDecodeError as error:
                 if self._eof:
                     raise MalformedDocumentError(f"broken JSON: {error.msg}") from None

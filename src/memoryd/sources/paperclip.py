@@ -99,8 +99,8 @@ class _PaperclipDecoder(Decoder):
     def _event(self, text: str, first: int, last: int) -> list[Record]:
         try:
             event = json.loads(text)
-        except ValueError:
-            return []
+        except (ValueError, RecursionError):
+            return []  # plain process output, not an event
         if not isinstance(event, dict) or event.get("type") not in {"assistant", "user"}:
             return []
         message = event.get("message")

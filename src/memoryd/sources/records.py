@@ -89,7 +89,8 @@ def load_object(raw: bytes) -> dict[str, object]:
     """Decode one JSON line that must hold an object. Raise MalformedLineError otherwise."""
     try:
         value = json.loads(raw)
-    except (UnicodeDecodeError, ValueError) as error:
+    except (UnicodeDecodeError, ValueError, RecursionError) as error:
+        # RecursionError: a line of thousands of nested brackets, garbage or hostile
         raise MalformedLineError(f"not JSON: {error}") from None
     if not isinstance(value, dict):
         raise MalformedLineError("not a JSON object")
@@ -186,7 +187,7 @@ def assemble(records: Iterable[Record], context: FileContext) -> list[Conversati
         turns.extend(
             Turn(
                 role=part.role,
-                text=part.text,
+                text=_encodable(part.text),
                 timestamp=stamp,
                 provenance=provenance,
                 sidechain=record.sidechain,
@@ -209,6 +210,18 @@ def assemble(records: Iterable[Record], context: FileContext) -> list[Conversati
             )
         )
     return conversations
+
+
+def _encodable(text: str) -> str:
+    """Replace lone surrogates with U+FFFD, so the text can always be written as UTF-8.
+
+    JSON may escape them (`\\ud800`), as binary tool output logged by an agent does.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
 
 
 def merge_messages(records: Sequence[Record]) -> list[Record]:

@@ -57,13 +57,26 @@ def test_garbage_never_crashes_a_reader(fmt: str, garbage: bytes) -> None:
 
 def test_malformed_and_non_utf8_lines_are_counted_and_skipped(tmp_path: Path) -> None:
     path = tmp_path / "log.jsonl"
-    path.write_bytes(b"{broken\n\xff\xfe\xfa\n[1, 2]\n" + GOOD_LINE.encode() + b"\n")
+    nested = b"[" * 100_000 + b"]" * 100_000
+    path.write_bytes(
+        b"{broken\n\xff\xfe\xfa\n[1, 2]\n" + nested + b"\n" + GOOD_LINE.encode() + b"\n"
+    )
     with capture_logs() as logs:
         result = read_once(make_reader("jsonl", path))
     assert texts(result) == ["still here"]
-    assert result.stats.malformed_lines == 3
+    assert result.stats.malformed_lines == 4
     assert result.skipped == []
-    assert any(log["event"] == "source.lines_skipped" and log["malformed"] == 3 for log in logs)
+    assert any(log["event"] == "source.lines_skipped" and log["malformed"] == 4 for log in logs)
+
+
+def test_lone_surrogates_in_json_become_replacement_characters(tmp_path: Path) -> None:
+    path = tmp_path / "log.jsonl"
+    path.write_text(
+        '{"role": "tool", "content": "bin \\ud800 \\ud83d\\ude00 end"}\n', encoding="utf-8"
+    )
+    turn_texts = texts(read_once(make_reader("jsonl", path)))
+    assert turn_texts == ["bin \ufffd \U0001f600 end"]
+    turn_texts[0].encode("utf-8")  # writable
 
 
 def test_a_50_megabyte_single_line_is_skipped_without_being_held(tmp_path: Path) -> None:
@@ -143,6 +156,13 @@ def test_a_truncated_gzip_keeps_its_old_cursor(tmp_path: Path) -> None:
     second = read_once(reader, first.cursors)
     assert len(second.skipped) == 1
     assert second.cursors[str(path)] == first.cursors[str(path)]
+
+
+def test_a_deeply_nested_chatgpt_export_is_skipped(tmp_path: Path) -> None:
+    export = tmp_path / "conversations.json"
+    export.write_text("[" + "[" * 100_000 + "]" * 100_000 + "]", encoding="utf-8")
+    result = read_once(make_reader("chatgpt-export", export))
+    assert [skip.reason for skip in result.skipped] == ["nested too deeply to parse"]
 
 
 def test_a_broken_chatgpt_export_is_skipped_and_retried(tmp_path: Path) -> None:
