@@ -82,7 +82,7 @@ def test_last_line_end_counts_newlines(content: bytes) -> None:
 IDENTITY = FileIdentity(device=1, inode=2, head_sha256="0" * 64, head_length=10)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=50, deadline=None)
 @given(sizes=st.lists(st.integers(0, 400), max_size=8), shuffle=st.randoms(use_true_random=False))
 def test_remembered_keys_stay_bounded_and_the_horizon_covers_what_fell_out(
     sizes: list[int], shuffle: random.Random
