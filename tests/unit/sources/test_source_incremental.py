@@ -412,3 +412,24 @@ def test_cursor_json_round_trip_after_a_real_read(tmp_path: Path) -> None:
     assert FileCursor.from_json(text) == cursor
     assert FileCursor.from_json(text).to_json() == text
     assert json.loads(text)["position"] == path.stat().st_size
+
+
+def test_files_with_nothing_new_keep_their_cursor_objects_and_are_not_reread(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "src"
+    folder.mkdir()
+    for name in ("a", "b"):
+        (folder / f"{name}.jsonl").write_text(jsonl_file(3), encoding="utf-8")
+    reader = make_reader("jsonl", folder)
+    first = read_once(reader)
+    with (folder / "b.jsonl").open("a", encoding="utf-8") as handle:
+        handle.write(
+            json.dumps({"role": "user", "content": "new in b", "timestamp": stamp(9)}) + "\n"
+        )
+    second = read_once(reader, first.cursors)
+    assert second.cursors[str(folder / "a.jsonl")] is first.cursors[str(folder / "a.jsonl")]
+    assert second.cursors[str(folder / "b.jsonl")] is not first.cursors[str(folder / "b.jsonl")]
+    assert texts(second) == ["new in b"]
+    assert second.stats.files_read == 1
+    assert second.stats.files_seen == 2
