@@ -414,3 +414,97 @@ def test_a_backfill_equals_day_by_day_processing(tmp_path: Path) -> None:
     assert normalized == {
         path: text.replace(str(stepwise.root), "WS") for path, text in stepwise.tree().items()
     }
+
+
+@pytest.mark.parametrize(
+    "storm",
+    [
+        [Error(429, "rate_limit_error", headers={"retry-after": "7"})] * 2,
+        [Error(500, "api_error"), Error(529, "overloaded_error")],
+        [ToolUse({}, delay_seconds=8)] * 2,  # longer than the client's 5 s timeout
+    ],
+    ids=["429-retry-after", "500-then-529", "timeouts"],
+)
+def test_transient_storms_are_retried_then_succeed(ws: Workspace, storm: list[Any]) -> None:
+    ws.write_log(
+        "a.jsonl", [turn("user", "remember: company Acme: Renewed", "2026-03-01T10:00:00Z")]
+    )
+    with FakeAnthropicServer([*storm], handler=marker_model) as server:
+        report = ws.heartbeat(ws.settings(), server.base_url)
+        assert len(server.message_requests) == 3
+    assert report.exit_code == EXIT_OK
+    assert len(ws.waits) == 2
+    if storm[0].__class__ is Error and storm[0].status == 429:
+        assert ws.waits == [7.0, 7.0]  # the server's retry-after is honoured
+    assert ws.facts("life/areas/companies/acme")[0]["fact"] == "Renewed"
+
+
+def test_transcripts_in_several_formats_are_filed_in_one_heartbeat(ws: Workspace) -> None:
+    fixtures = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "transcripts"
+    agents = [
+        {
+            "name": "coder",
+            "sources": [
+                {
+                    "format": "claude-code",
+                    "path": str(fixtures / "claude-code" / "claude-code-viewer"),
+                }
+            ],
+        },
+        {"name": "codex", "sources": [{"format": "codex", "path": str(fixtures / "codex")}]},
+        {"name": "claw", "sources": [{"format": "openclaw", "path": str(fixtures / "openclaw")}]},
+        {"name": "ops", "sources": [{"format": "jsonl", "path": str(ws.logs)}]},
+    ]
+    ws.write_log(
+        "a.jsonl", [turn("user", "remember: company Acme: Renewed", "2026-03-01T10:00:00Z")]
+    )
+    with FakeAnthropicServer(handler=marker_model) as server:
+        report = ws.heartbeat(ws.settings(agents=agents), server.base_url)
+        agents_seen = {
+            re.search(r"Agent: (\S+)", user_text(r)).group(1)  # type: ignore[union-attr]
+            for r in server.message_requests
+        }
+    assert report.exit_code == EXIT_OK
+    assert agents_seen == {"coder", "codex", "claw", "ops"}
+    assert report.chunks_extracted == len(server.message_requests)
+    assert ws.facts("life/areas/companies/acme")[0]["source"]["agent"] == "ops"
+
+
+def test_lifecycle_access_bumps_and_routine_skills(ws: Workspace) -> None:
+    settings = ws.settings(
+        agents=[
+            {
+                "name": "ops",
+                "sources": [{"format": "jsonl", "path": str(ws.logs), "routine": "triage"}],
+            }
+        ]
+    )
+    ws.write_log(
+        "a.jsonl", [turn("user", "remember: project Atlas: Kick-off held", "2026-03-01T10:00:00Z")]
+    )
+    with FakeAnthropicServer(handler=marker_model) as server:
+        ws.heartbeat(settings, server.base_url)
+    ws.write_log("a.jsonl", [turn("user", "Atlas is done", "2026-03-05T10:00:00Z")], append=True)
+    finished = {
+        "entities": [{"name": "Atlas", "kind": "project", "status": "completed"}],
+        "accessed": ["atlas-001"],
+        "skills": [
+            {"topic": "dashboards", "tip": "check the error budget first", "routine": True},
+            {"topic": "ssh", "tip": "use the bastion alias", "routine": False},
+        ],
+    }
+    with FakeAnthropicServer([ToolUse(finished)]) as server:
+        report = ws.heartbeat(settings, server.base_url)
+    assert report.counters.entities_archived == 1
+    assert not (ws.store / "life/projects/atlas").exists()
+    fact = ws.facts("life/archives/projects/atlas")[0]
+    assert (fact["accessCount"], fact["lastAccessed"]) == (1, "2026-03-05")
+    assert "archived" in ws.commits()[0]
+    assert "error budget" in ws.read("agents/ops/routines/triage-skills.md")
+    assert "bastion alias" in ws.read("agents/ops/ssh.md")
+    assert "archives/projects/atlas" in ws.read("life/index.md")
+    ws.write_log("a.jsonl", [turn("user", "Atlas is back", "2026-03-06T10:00:00Z")], append=True)
+    revived = {"entities": [{"name": "Atlas", "kind": "project", "status": "active"}]}
+    with FakeAnthropicServer([ToolUse(revived)]) as server:
+        ws.heartbeat(settings, server.base_url)
+    assert ws.facts("life/projects/atlas")[0]["id"] == "atlas-001"
