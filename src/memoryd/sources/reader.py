@@ -150,7 +150,8 @@ class SourceReader:
             except OSError as error:
                 self._skip(result, key, f"cannot stat: {error.strerror or error}")
                 self._keep(result, cursors.get(key))
-        matched = self._match(statuses, cursors, stats)
+        unread = {key: c for key, c in cursors.items() if key not in result.cursors}
+        matched = self._match(statuses, unread, stats)
         budget = max_bytes
         for key, status in statuses.items():
             stats.files_seen += 1
