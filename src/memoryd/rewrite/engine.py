@@ -1,0 +1,498 @@
+"""One weekly rewrite over real parts passed in (`memoryd.rewrite.job` does the wiring).
+
+A run, in order:
+
+1. edits others left uncommitted in the store are committed first, in their own commit;
+2. a pending Message Batch is polled once: still running, the run ends there (outcome
+   `batch-pending`, nothing written); ended, its answers are validated and applied, and no new
+   batch is submitted in the same run;
+3. the selection pass (`memoryd.rewrite.select`) finds the entities whose summary input changed;
+   an entity with no hot or warm fact gets the "nothing recent" body without any LLM call;
+4. the others are written by the LLM (one call each, one corrective retry after an invalid
+   answer), or sent as one batch with `rewrite.use_batches`, or rendered by the template when the
+   provider is `markers`, the LLM is unreachable, or the daily budget is spent (the run says so:
+   `template_reason` in `rewrite.finished` and in the commit message);
+5. skills indexes, routine files and the tacit file past their bound are consolidated (LLM only;
+   an answer refused for some content is not asked again until that content changes);
+6. `life/index.md` is regenerated; everything is committed in one commit; then the tracking of
+   each rewritten entity (digest, next tier-change date) is recorded, and an applied batch is
+   forgotten. Recording after the commit means a run killed in between redoes the same work
+   (answers from an ended batch are fetched again, not paid again) rather than losing it.
+
+A model summary that fails validation twice (or once, from a batch) is refused: the previous
+summary stays and the entity is not recorded, so it is selected again on the next run.
+"""
+
+from __future__ import annotations
+
+import time as monotonic_time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from memoryd.extractors.recovery import RUN_TRAILER
+from memoryd.llm.base import (
+    BatchClient,
+    LLMClient,
+    PermanentLLMError,
+    ToolRequest,
+    TransientLLMError,
+    estimate_tokens,
+)
+from memoryd.llm.prices import PriceTable, Usage
+from memoryd.logs import get_logger
+from memoryd.rewrite import consolidate, summary
+from memoryd.rewrite.batch import custom_id_for, match_results
+from memoryd.rewrite.report import RewriteReport
+from memoryd.rewrite.select import (
+    Candidate,
+    Mode,
+    SummaryInput,
+    read_input,
+    select,
+    tracking_digest,
+)
+from memoryd.rewrite.tiers import TierRule
+from memoryd.state.facade import State
+from memoryd.state.rewrites import EntityRewrite
+from memoryd.store.catalog import EntityCatalog
+from memoryd.store.git import GitStore
+from memoryd.store.index import write_index
+from memoryd.store.unit import UnitOfWork
+
+log = get_logger(__name__)
+
+JOB = "rewrite"
+REFUSED_KEY_PREFIX = "rewrite.consolidation_refused:"
+_OUTPUT_TOKENS_GUESS = 600
+
+
+@dataclass(frozen=True)
+class RewriteSettings:
+    zone: ZoneInfo
+    rule: TierRule
+    model: str
+    use_batches: bool
+    skills_dir: str
+    tacit_file: str
+    daily_usd: float = 0.0
+
+
+class Rewrite:
+    """One rewrite run. `client` is None for the markers provider (template only)."""
+
+    def __init__(
+        self,
+        *,
+        settings: RewriteSettings,
+        state: State,
+        git: GitStore,
+        client: LLMClient | None,
+        batch_client: BatchClient | None,
+        prices: PriceTable,
+        clock: Callable[[], datetime],
+        scan_secrets: Callable[[str], list[str]],
+        run_id: str | None = None,
+    ) -> None:
+        self.settings = settings
+        self.state = state
+        self.git = git
+        self.client = client
+        self.batch_client = batch_client
+        self.prices = prices
+        self.clock = clock
+        self.scan_secrets = scan_secrets
+        self.run_id = run_id or uuid.uuid4().hex[:16]
+        self.report = RewriteReport(self.run_id)
+        self.today = clock().astimezone(settings.zone).date()
+        self._records: list[EntityRewrite] = []
+        self._memos: dict[str, str] = {}
+        self._finished_batch: str | None = None
+        self._prompts: set[str] = set()
+
+    @property
+    def mode(self) -> Mode:
+        return "llm" if self.client is not None else "template"
+
+    # -- the run -----------------------------------------------------------------------------
+
+    def run(self, *, poll_only: bool = False) -> RewriteReport:
+        """The whole rewrite (see the module docstring); with `poll_only`, only step 2 (and the
+        commit of what it applied), for the daemon's periodic poll."""
+        started = monotonic_time.monotonic()
+        self.state.runs.start(self.run_id, JOB, self.clock())
+        log.info("rewrite.started", run_id=self.run_id, mode=self.mode, poll_only=poll_only)
+        UnitOfWork(self.git).commit_foreign_edits(self.scan_secrets)
+        uow = UnitOfWork(self.git)
+        catalog = EntityCatalog.load(uow)
+        handled = self._collect_batch(uow, catalog)
+        if self.report.outcome not in ("batch-pending", "stopped") and not poll_only:
+            self._rewrite_selected(uow, catalog, handled)
+            self._consolidate(uow)
+        if self.report.outcome not in ("batch-pending", "stopped"):
+            write_index(uow, catalog)
+            self._commit(uow)
+        self.report.duration_ms = int((monotonic_time.monotonic() - started) * 1000)
+        self.state.runs.finish(
+            self.run_id,
+            finished_at=self.clock(),
+            outcome=self.report.outcome,
+            commit_sha=self.report.commit,
+            counters=self.report.log_fields(),
+        )
+        log.info("rewrite.finished", **self.report.log_fields())
+        return self.report
+
+    def plan(self, mode: Mode | None = None) -> dict[str, object]:
+        """What a rewrite in `mode` (default: this run's) would do now, without calling any
+        model or changing anything."""
+        mode = mode or self.mode
+        uow = UnitOfWork(self.git)  # read-only: never applied
+        catalog = EntityCatalog.load(uow)
+        selection = select(
+            uow,
+            catalog.entities(),
+            self.state.rewrites.all(),
+            today=self.today,
+            rule=self.settings.rule,
+            mode=mode,
+        )
+        to_write = [c for c in selection.changed if c.input.facts]
+        tokens = 0
+        if mode == "llm":
+            for candidate in to_write:
+                request = self._summary_request(candidate.input)
+                tokens += estimate_tokens(request.system + request.user_content) + 500
+        targets = consolidate.find_targets(uow, self.settings.skills_dir, self.settings.tacit_file)
+        pending = self.state.rewrites.pending_batch()
+        return {
+            "today": self.today.isoformat(),
+            "mode": mode,
+            "use_batches": self.settings.use_batches,
+            "model": self.settings.model,
+            "entities": selection.entities,
+            "entities_parsed": selection.parsed,
+            "selected": [c.input.entity.ref for c in selection.changed],
+            "summaries_to_write": len(to_write),
+            "archived": len(selection.changed) - len(to_write),
+            "estimated_input_tokens": tokens,
+            "consolidation_targets": [t.path for t in targets] if mode == "llm" else [],
+            "pending_batch": pending.batch_id if pending else None,
+            "corrupt": selection.corrupt,
+        }
+
+    # -- step 2: a pending batch -------------------------------------------------------------
+
+    def _collect_batch(self, uow: UnitOfWork, catalog: EntityCatalog) -> set[str]:
+        pending = self.state.rewrites.pending_batch()
+        if pending is None:
+            return set()
+        if self.batch_client is None:
+            log.warning("rewrite.batch_unpolled", batch_id=pending.batch_id)
+            self.report.batch_pending = pending.batch_id
+            self.report.outcome = "batch-pending"
+            return set()
+        try:
+            status = self.batch_client.batch_status(pending.batch_id)
+            if status != "ended":
+                self.report.batch_pending = pending.batch_id
+                self.report.outcome = "batch-pending"
+                return set()
+            results = self.batch_client.batch_results(pending.batch_id)
+        except TransientLLMError as error:
+            self._stop(f"llm: {error}")
+            self.report.batch_pending = pending.batch_id
+            return set()
+        except PermanentLLMError as error:
+            # The batch is gone or unreadable for good (expired, deleted): forget it, so the
+            # entities are selected and asked again.
+            log.error("rewrite.batch_lost", batch_id=pending.batch_id, error=str(error))
+            self._finished_batch = pending.batch_id
+            return set()
+        matched = match_results(pending.requests, results)
+        handled: set[str] = set()
+        for answer in matched.answers:
+            entity = catalog.by_ref(answer.ref)
+            if entity is None:
+                continue
+            current, items = read_input(uow, entity, self.today, self.settings.rule)
+            handled.add(answer.ref)
+            if answer.result is not None:
+                self._charge(answer.result.usage, answer.result.model, batch=True)
+            if custom_id_for(answer.ref, current.digest) != answer.custom_id:
+                self.report.stale += 1
+                handled.discard(answer.ref)
+                continue
+            if answer.result is None:
+                log.warning("rewrite.batch_item_failed", ref=answer.ref, problem=answer.problem)
+                self.report.failed += 1
+                handled.discard(answer.ref)
+                continue
+            try:
+                body = summary.validate_summary(
+                    summary.summary_from_tool_input(answer.result.tool_input), current.ids
+                )
+            except summary.InvalidSummaryError as error:
+                self._refused(answer.ref, error)
+                continue
+            self._write(uow, Candidate(current, items, None), body, "llm", templated=False)
+        self._finished_batch = pending.batch_id
+        self.report.batch_applied = pending.batch_id
+        self._prompts.update(summary.prompt_refs())
+        return handled
+
+    # -- steps 3 and 4: summaries ------------------------------------------------------------
+
+    def _rewrite_selected(self, uow: UnitOfWork, catalog: EntityCatalog, handled: set[str]) -> None:
+        selection = select(
+            uow,
+            [e for e in catalog.entities() if e.ref not in handled],
+            self.state.rewrites.all(),
+            today=self.today,
+            rule=self.settings.rule,
+            mode=self.mode,
+        )
+        self.report.entities = selection.entities + len(handled)
+        self.report.parsed = selection.parsed
+        self.report.selected = len(selection.changed)
+        self.report.failed += len(selection.corrupt)
+        self._records += selection.refreshed
+        asking: list[Candidate] = []
+        for candidate in selection.changed:
+            if not candidate.input.facts:
+                self._write_without_facts(uow, candidate)
+            elif self.client is None:
+                self._template(uow, candidate, "markers provider")
+            else:
+                asking.append(candidate)
+        if not asking:
+            return
+        if self.settings.use_batches and self.batch_client is not None:
+            if self.report.batch_applied is None:
+                self._submit_batch(uow, asking)
+            return  # with a batch just applied, the rest waits for the next run
+        for position, candidate in enumerate(asking):
+            if not self._ask(uow, candidate):
+                for rest in asking[position:]:
+                    self._template(uow, rest, self.report.template_reason or "llm unavailable")
+                return
+
+    def _summary_request(self, summary_input: SummaryInput, correction: str = "") -> ToolRequest:
+        return summary.build_request(
+            summary_input,
+            model=self.settings.model,
+            today=self.today.isoformat(),
+            correction=correction,
+        )
+
+    def _ask(self, uow: UnitOfWork, candidate: Candidate) -> bool:
+        """Write one summary through the LLM. Return False when the LLM cannot be used any
+        more in this run (the caller falls back to the template for the rest)."""
+        assert self.client is not None  # noqa: S101 - only called in llm mode
+        correction = ""
+        for attempt in (1, 2):
+            request = self._summary_request(candidate.input, correction)
+            if not self._within_budget([request]):
+                self.report.template_reason = "daily budget spent"
+                return False
+            try:
+                result = self.client.call_tool(request)
+            except TransientLLMError as error:
+                log.warning("rewrite.llm_unavailable", error=str(error))
+                self.report.template_reason = "llm unreachable"
+                return False
+            except PermanentLLMError as error:
+                log.error("rewrite.llm_refused", error=str(error))
+                self.report.template_reason = "llm refused the request"
+                self.report.outcome = "failed"
+                return False
+            self.report.llm_calls += 1
+            self._charge(result.usage, result.model, batch=False)
+            self._prompts.update(summary.prompt_refs())
+            try:
+                body = summary.validate_summary(
+                    summary.summary_from_tool_input(result.tool_input), candidate.input.ids
+                )
+            except summary.InvalidSummaryError as error:
+                if attempt == 2:
+                    self._refused(candidate.input.entity.ref, error)
+                    return True
+                correction = summary.correction_for(error)
+                continue
+            self._write(uow, candidate, body, "llm", templated=False)
+            return True
+        return True
+
+    def _submit_batch(self, uow: UnitOfWork, asking: list[Candidate]) -> None:
+        assert self.batch_client is not None  # noqa: S101 - checked by the caller
+        requests = [
+            (custom_id_for(c.input.entity.ref, c.input.digest), self._summary_request(c.input))
+            for c in asking
+        ]
+        if not self._within_budget([r for _, r in requests], batch=True):
+            self.report.template_reason = "daily budget spent"
+        else:
+            try:
+                batch_id = self.batch_client.submit_batch(requests)
+            except TransientLLMError as error:
+                log.warning("rewrite.llm_unavailable", error=str(error))
+                self.report.template_reason = "llm unreachable"
+            except PermanentLLMError as error:
+                log.error("rewrite.llm_refused", error=str(error))
+                self.report.template_reason = "llm refused the request"
+                self.report.outcome = "failed"
+            else:
+                # Recorded at once: a restart from here on polls this batch, never pays again.
+                self.state.rewrites.start_batch(
+                    batch_id,
+                    submitted_at=self.clock(),
+                    requests={
+                        cid: c.input.entity.ref
+                        for (cid, _), c in zip(requests, asking, strict=True)
+                    },
+                )
+                self.report.batch_submitted = batch_id
+                self._prompts.update(summary.prompt_refs())
+                log.info("rewrite.batch_submitted", batch_id=batch_id, requests=len(requests))
+                return
+        for candidate in asking:
+            self._template(uow, candidate, self.report.template_reason or "llm unavailable")
+
+    def _template(self, uow: UnitOfWork, candidate: Candidate, reason: str) -> None:
+        self.report.template_reason = self.report.template_reason or reason
+        self._prompts.add(summary.TEMPLATE_REF)
+        self._write(uow, candidate, summary.render_template(candidate.input), "template", True)
+
+    def _write_without_facts(self, uow: UnitOfWork, candidate: Candidate) -> None:
+        entity = candidate.input.entity
+        body = summary.all_cold_body(entity.name) if candidate.input.cold_count else ""
+        text = summary.summary_file(entity.name, body)
+        if uow.read_text(entity.summary_path) != text:
+            uow.write_text(entity.summary_path, text)
+            if body:
+                self.report.archived += 1
+        self._record(candidate, self.mode)
+
+    def _write(
+        self, uow: UnitOfWork, candidate: Candidate, body: str, mode: Mode, templated: bool
+    ) -> None:
+        entity = candidate.input.entity
+        text = summary.summary_file(entity.name, body)
+        if uow.read_text(entity.summary_path) != text:
+            uow.write_text(entity.summary_path, text)
+            self.report.summaries += 1
+            self.report.templated += templated
+        self._record(candidate, mode)
+
+    def _record(self, candidate: Candidate, mode: Mode) -> None:
+        self._records.append(
+            EntityRewrite(
+                candidate.input.entity.ref,
+                self.clock(),
+                tracking_digest(mode, candidate.items_digest, candidate.input.digest),
+                candidate.input.next_change,
+            )
+        )
+
+    def _refused(self, ref: str, error: summary.InvalidSummaryError) -> None:
+        self.report.refused += 1
+        log.warning("rewrite.summary_refused", ref=ref, reason=error.reason, answer=error.raw[:500])
+
+    # -- step 5: consolidation ---------------------------------------------------------------
+
+    def _consolidate(self, uow: UnitOfWork) -> None:
+        if self.client is None or self.report.template_reason is not None:
+            return
+        targets = consolidate.find_targets(uow, self.settings.skills_dir, self.settings.tacit_file)
+        for target in targets:
+            memo_key = REFUSED_KEY_PREFIX + target.path
+            if self.state.meta.get(memo_key) == target.content_digest:
+                continue  # refused before for this very content: not paid for again
+            request = consolidate.build_request(target, model=self.settings.model)
+            if not self._within_budget([request]):
+                return
+            try:
+                result = self.client.call_tool(request)
+            except (TransientLLMError, PermanentLLMError) as error:
+                log.warning("rewrite.consolidation_skipped", path=target.path, error=str(error))
+                return
+            self.report.llm_calls += 1
+            self._charge(result.usage, result.model, batch=False)
+            self._prompts.update(consolidate.prompt_refs())
+            try:
+                answer = consolidate.parse_answer(result.tool_input)
+                consolidate.apply_answer(uow, target, answer)
+            except consolidate.ConsolidationRefusedError as error:
+                self.report.consolidations_refused += 1
+                self._memos[memo_key] = target.content_digest
+                log.warning("rewrite.consolidation_refused", path=target.path, reason=error.reason)
+                continue
+            if target.kind == "skills":
+                self.report.consolidated_agents.append(target.folder.rsplit("/", 1)[-1])
+            else:
+                self.report.consolidated_files.append(target.path)
+
+    # -- step 6: commit and record -----------------------------------------------------------
+
+    def _commit(self, uow: UnitOfWork) -> None:
+        if uow.plan():
+            trailers = {
+                RUN_TRAILER: self.run_id,
+                "Memoryd-Prompts": ", ".join(sorted(self._prompts)) or "none",
+            }
+            self.report.commit = uow.apply_and_commit(self.report.message(), trailers)
+        now = self.clock()
+        with self.state.transaction():
+            self.state.rewrites.record_many(self._records)
+            for key, value in sorted(self._memos.items()):
+                self.state.meta.set(key, value)
+            if self._finished_batch is not None:
+                self.state.rewrites.finish_batch(self._finished_batch)
+            if self.report.outcome != "failed":
+                self.state.rewrites.set_last_success(now)
+        did_something = (
+            self.report.commit or self.report.batch_submitted or self.report.batch_applied
+        )
+        if self.report.outcome == "nothing-to-do" and did_something:
+            self.report.outcome = "ok"
+
+    # -- money -------------------------------------------------------------------------------
+
+    def _charge(self, usage: Usage, model: str | None, *, batch: bool) -> None:
+        if usage == Usage():
+            return
+        name = model or self.settings.model
+        cost = self.prices.cost(name, usage, batch=batch) if self.prices.knows(name) else 0.0
+        self.state.usage.record(
+            at=self.clock(),
+            model=name,
+            usage=usage,
+            cost_usd=cost,
+            job=JOB,
+            batch=batch,
+            run_id=self.run_id,
+        )
+        self.report.usage = self.report.usage + usage
+        self.report.cost_usd += cost
+
+    def _within_budget(self, requests: list[ToolRequest], *, batch: bool = False) -> bool:
+        daily = self.settings.daily_usd
+        price = self.prices.get(self.settings.model)
+        if daily <= 0 or price is None:
+            return True
+        tokens = sum(estimate_tokens(r.system + r.user_content) + 500 for r in requests)
+        estimate = (
+            tokens * price.input + len(requests) * _OUTPUT_TOKENS_GUESS * price.output
+        ) / 1e6
+        if batch:
+            estimate /= 2
+        now = self.clock().astimezone(UTC)
+        start = now.replace(hour=0, minute=0, second=0, microsecond=0)
+        spent = self.state.usage.spend_between(start, start + timedelta(days=1))
+        return spent + estimate <= daily
+
+    def _stop(self, reason: str) -> None:
+        self.report.outcome = "stopped"
+        self.report.stop_reason = reason

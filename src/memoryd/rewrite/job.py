@@ -1,0 +1,134 @@
+"""The weekly rewrite's entry points: real parts wired from the settings, as `daemon.jobs` does.
+
+`run_rewrite` opens the state database, the git store and the LLM client (none for the markers
+provider), runs one rewrite and closes them; the caller holds the single-writer lock.
+`poll_rewrite_batch` is the daemon's cheap periodic check: it does nothing at all unless a batch
+is pending, and then only collects it. `explain` reads the store and the tracking, never writes.
+
+Checks at start: the rewrite's prompt files (`REWRITE_PROMPT_NAMES`) must load; a missing or
+malformed one is a packaging mistake and raises PromptError before anything is touched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from memoryd.daemon.jobs import Environment, git_store, make_scanner, open_state
+from memoryd.errors import ConfigError, StoreError
+from memoryd.llm.anthropic_client import AnthropicClient
+from memoryd.prompts import check_prompts
+from memoryd.rewrite.engine import Rewrite, RewriteSettings
+from memoryd.rewrite.explain import explain_target
+from memoryd.rewrite.report import RewriteReport
+from memoryd.rewrite.tiers import TierRule
+from memoryd.settings import Settings, find_api_key, find_base_url
+from memoryd.state.facade import State
+from memoryd.store.layout import check_format, open_store, read_format
+from memoryd.store.unit import UnitOfWork
+
+REWRITE_PROMPT_NAMES = (
+    "summary-system",
+    "summary-user",
+    "consolidate-system",
+    "consolidate-user",
+)
+
+
+def rewrite_settings(settings: Settings) -> RewriteSettings:
+    return RewriteSettings(
+        zone=settings.schedule.zone,
+        rule=TierRule.from_settings(settings.decay),
+        model=settings.llm.rewrite_model,
+        use_batches=settings.rewrite.use_batches,
+        skills_dir=settings.store.skills_dir,
+        tacit_file=settings.store.tacit_file,
+        daily_usd=settings.budget.daily_usd,
+    )
+
+
+@contextmanager
+def llm_client_for(settings: Settings, env: Environment) -> Iterator[AnthropicClient | None]:
+    """The Anthropic client for the rewrite, or None with `provider = "markers"`."""
+    if settings.llm.provider == "markers":
+        yield None
+        return
+    api_key, where = find_api_key(settings, env.environ)
+    if api_key is None:
+        raise ConfigError(None, [f"At 'llm': no API key found ({where}); run `memoryd check`"])
+    with AnthropicClient(
+        api_key=api_key,
+        base_url=find_base_url(settings, env.environ),
+        timeout_seconds=settings.llm.timeout_seconds,
+        max_attempts=settings.llm.max_attempts,
+    ) as client:
+        yield client
+
+
+def build_rewrite(
+    settings: Settings,
+    env: Environment,
+    state: State,
+    client: AnthropicClient | None,
+    *,
+    dry_run: bool = False,
+) -> Rewrite:
+    """A Rewrite over real parts; the store is checked (and migrated unless `dry_run`)."""
+    check_prompts(REWRITE_PROMPT_NAMES)
+    git = git_store(settings, env.clock)
+    if dry_run:
+        version = read_format(git.store_root)
+        if version is None:
+            raise StoreError(f"{git.store_root} is not a memoryd store yet; run `memoryd init`")
+        check_format(git.store_root, version)
+    else:
+        open_store(git.store_root, git)
+    return Rewrite(
+        settings=rewrite_settings(settings),
+        state=state,
+        git=git,
+        client=client,
+        batch_client=client,
+        prices=settings.llm.price_table(),
+        clock=env.clock,
+        scan_secrets=make_scanner(settings),
+    )
+
+
+def run_rewrite(settings: Settings, env: Environment, *, dry_run: bool = False) -> RewriteReport:
+    """One weekly rewrite now (the caller holds the single-writer lock). With `dry_run`, no
+    model is called and nothing is written: the report's `plan` says what would be done."""
+    with open_state(settings, env) as state:
+        if dry_run:
+            rewrite = build_rewrite(settings, env, state, None, dry_run=True)
+            # The plan is for the configured provider, though no client is opened.
+            plan = rewrite.plan("template" if settings.llm.provider == "markers" else "llm")
+            return RewriteReport(rewrite.run_id, outcome="dry-run", plan=plan)
+        with llm_client_for(settings, env) as client:
+            return build_rewrite(settings, env, state, client).run()
+
+
+def poll_rewrite_batch(settings: Settings, env: Environment) -> RewriteReport | None:
+    """Collect a pending rewrite batch if there is one (the caller holds the lock); None, having
+    opened neither git nor the API, when no batch is pending."""
+    with open_state(settings, env) as state:
+        if state.rewrites.pending_batch() is None:
+            return None
+        with llm_client_for(settings, env) as client:
+            return build_rewrite(settings, env, state, client).run(poll_only=True)
+
+
+def explain(settings: Settings, env: Environment, target: str) -> str:
+    """Why a fact (or each fact of an entity) is hot, warm or cold, and whether it is in the
+    summary. Raise UnknownTargetError for an unknown id or ref."""
+    git = git_store(settings, env.clock)
+    today = env.clock().astimezone(settings.schedule.zone).date()
+    with open_state(settings, env) as state:
+        tracked = state.rewrites.get(target)
+        return explain_target(
+            UnitOfWork(git),
+            target,
+            today=today,
+            rule=TierRule.from_settings(settings.decay),
+            tracked=tracked,
+        )
