@@ -16,10 +16,13 @@ from datetime import UTC, datetime
 from typing import NoReturn, TextIO
 
 from memoryd import __version__
+from memoryd.daemon.commands import cmd_retry, cmd_run, cmd_status
 from memoryd.daemon.jobs import Environment, dry_run_heartbeat, run_heartbeat
 from memoryd.daemon.lock import single_writer
+from memoryd.daemon.progress import TerminalProgress
 from memoryd.errors import EXIT_CONFIG, EXIT_OK, EXIT_USAGE, ConfigError, MemorydError
 from memoryd.logs import LEVELS, configure_logging, get_logger
+from memoryd.rewrite.commands import add_explain_parser, cmd_explain, cmd_rewrite
 from memoryd.settings import (
     CheckReport,
     LoadedConfig,
@@ -69,6 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
     status = commands.add_parser("status", help="last runs, cursors, quarantine, spend")
     status.add_argument("--json", action="store_true", help="machine-readable output")
     commands.add_parser("retry", help="put quarantined chunks back in the queue")
+    add_explain_parser(commands)
     return parser
 
 
@@ -174,8 +178,13 @@ def cmd_heartbeat(
         report = dry_run_heartbeat(settings, env)
         print(json.dumps(report, indent=2, sort_keys=True), file=out)
         return EXIT_OK
+    progress = TerminalProgress.for_stream(sys.stderr)  # a backfill by hand shows progress
     with single_writer(state_directory(settings, environ), wait_seconds=LOCK_WAIT_SECONDS):
-        result = run_heartbeat(settings, env)
+        try:
+            result = run_heartbeat(settings, env, progress=progress)
+        finally:
+            if progress is not None:
+                progress.close()
     counters = result.counters
     print(
         f"heartbeat {result.outcome}: +{counters.facts_added} facts, "
@@ -199,8 +208,9 @@ COMMANDS: dict[str, Command] = {
     "check": cmd_check,
     "init": cmd_init,
     "heartbeat": cmd_heartbeat,
-    "rewrite": _not_yet,
-    "run": _not_yet,
-    "status": _not_yet,
-    "retry": _not_yet,
+    "rewrite": cmd_rewrite,
+    "explain": cmd_explain,
+    "run": cmd_run,
+    "status": cmd_status,
+    "retry": cmd_retry,
 }

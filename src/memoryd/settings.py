@@ -166,6 +166,11 @@ class EntitySettings(_Frozen):
 class DecaySettings(_Frozen):
     hot_days: int = Field(default=7, ge=0)
     warm_days: int = Field(default=30, ge=1)
+    # Frequency resistance (memoryd.rewrite.tiers): both limits are stretched by
+    # floor(resistance_days_per_doubling * log2(1 + accessCount)) days, at most
+    # max_resistance_days. 0 switches resistance off.
+    resistance_days_per_doubling: float = Field(default=3.0, ge=0, le=365)
+    max_resistance_days: int = Field(default=30, ge=0, le=3650)
 
 
 class RewriteSettings(_Frozen):
