@@ -46,11 +46,26 @@ def _value_if_random(match: re.Match[str]) -> Span | None:
 
 @dataclass(frozen=True)
 class Rule:
-    """One kind of secret: where it is (`pattern`) and which part of a match to hide (`select`)."""
+    """One kind of secret: where it is (`pattern`) and which part of a match to hide (`select`).
+
+    `anchors` are lower-case strings of which every match contains at least one: a text whose
+    lower-cased form holds none of them is not searched at all (a plain substring test is much
+    faster than a regex scan). No anchors means always search.
+    """
 
     kind: str
     pattern: re.Pattern[str]
     select: Select = _whole
+    anchors: tuple[str, ...] = ()
+    # For case-insensitive rules: the same pattern without IGNORECASE, to run on the
+    # lower-cased text, which Python's regex engine scans about ten times faster.
+    folded: re.Pattern[str] | None = None
+
+
+def folding_rule(kind: str, source: str, select: Select, anchors: tuple[str, ...]) -> Rule:
+    """Build a case-insensitive rule from a pattern whose letters are written in lower case."""
+    pattern = re.compile(source, re.VERBOSE | re.IGNORECASE)
+    return Rule(kind, pattern, select, anchors, re.compile(source, re.VERBOSE))
 
 
 # Values that show where a secret would go without being one. Redacting them would hide useful
@@ -124,7 +139,7 @@ _CREDENTIAL_KEYWORDS = (
     r"|auth[_-]?key|signing[_-]?key|encryption[_-]?key|credentials?"
 )
 _ASSIGNMENT = r"""
-    (?i:{keys})(?![A-Za-z0-9_])
+    (?:{keys})(?![A-Za-z0-9_])
     (?:\\?["'`])?[ \t]*(?P<sep>:=|=>|=(?!=)|:)[ \t]*
     (?:
         \\"(?P<escaped_double>[^"\\\r\n]{{1,1024}}+)
@@ -157,8 +172,8 @@ def _assignment_value(match: re.Match[str]) -> Span | None:
     return start, end
 
 
-def _assignment_rule(kind: str, keys: str) -> Rule:
-    return Rule(kind, re.compile(_ASSIGNMENT.format(keys=keys), re.VERBOSE), _assignment_value)
+def _assignment_rule(kind: str, keys: str, anchors: tuple[str, ...]) -> Rule:
+    return folding_rule(kind, _ASSIGNMENT.format(keys=keys), _assignment_value, anchors)
 
 
 def _flag_value(match: re.Match[str]) -> Span | None:
@@ -189,98 +204,124 @@ _ANY = r"[A-Za-z0-9_-]"
 # Order matters only for naming: when two rules find overlapping secrets, the span is the union
 # and the kind is that of the earliest-starting hit, ties going to the rule listed first. So the
 # specific provider rules come before the generic ones (bearer, assignments).
+# Where a pattern starts with a literal, a lookbehind that checks the character before it comes
+# after the literal, so that the regex engine can still jump from one occurrence of the literal
+# to the next instead of trying every position.
 BUILTIN_RULES: tuple[Rule, ...] = (
-    Rule("private-key", _PRIVATE_KEY_BLOCK),
-    Rule("private-key", _PRIVATE_KEY_TRUNCATED),
-    Rule("anthropic", re.compile(r"sk-ant-[a-z]{2,8}\d{2}-" + _ANY + r"{20,}+")),
+    Rule("private-key", _PRIVATE_KEY_BLOCK, anchors=("private key",)),
+    Rule("private-key", _PRIVATE_KEY_TRUNCATED, anchors=("private key",)),
+    Rule(
+        "anthropic",
+        re.compile(r"sk-ant-[a-z]{2,8}\d{2}-" + _ANY + r"{20,}+"),
+        anchors=("sk-ant-",),
+    ),
     Rule(
         "openai",
         re.compile(
-            r"(?<![A-Za-z0-9_-])sk-(?!ant-)(?:(?:proj|svcacct|admin|None)-)?" + _ANY + r"{20,}+"
+            r"sk-(?<![A-Za-z0-9_-]sk-)(?!ant-)(?:(?:proj|svcacct|admin|None)-)?" + _ANY + r"{20,}+"
         ),
         _whole_if_random,
+        anchors=("sk-",),
     ),
     Rule(
         "aws-access-key-id",
         re.compile(
-            r"(?<![A-Za-z0-9])(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}(?![A-Za-z0-9])"
+            r"(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])(?<![A-Za-z0-9].{4})[A-Z0-9]{16}(?![A-Za-z0-9])"
         ),
+        anchors=("akia", "asia", "abia", "acca", "a3t"),
+    ),
+    folding_rule(
+        "aws-secret-access-key",
+        r"(?:aws[_.-]?)?secret[_.-]?access[_.-]?key(?:\\?[\"'])?[ \t]*(?::|=>|=)[ \t]*"
+        r"(?:\\?[\"'])?(?P<value>[A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])",
+        _value,
+        ("access",),
     ),
     Rule(
-        "aws-secret-access-key",
-        re.compile(
-            r"(?i:(?:aws[_.-]?)?secret[_.-]?access[_.-]?key)(?:\\?[\"'])?[ \t]*(?::|=>|=)[ \t]*"
-            r"(?:\\?[\"'])?(?P<value>[A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])"
-        ),
-        _value,
+        "github",
+        re.compile(r"(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{30,}+|github_pat_\w{30,}+"),
+        anchors=("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
     ),
-    Rule("github", re.compile(r"(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{30,}+|github_pat_\w{30,}+")),
-    Rule("gitlab", re.compile(r"gl(?:pat|dt|rt|ptt|soat|cbt|oas|ft|imt)-" + _ANY + r"{20,}+")),
+    Rule(
+        "gitlab",
+        re.compile(r"gl(?:pat|dt|rt|ptt|soat|cbt|oas|ft|imt)-" + _ANY + r"{20,}+"),
+        anchors=("gl",),
+    ),
     Rule(
         "slack-webhook",
         re.compile(
             r"hooks\.slack\.com/(?:services|workflows|triggers)/(?P<value>[A-Za-z0-9_/+-]{8,}+)"
         ),
         _value,
+        anchors=("hooks.slack.com",),
     ),
     Rule(
         "slack",
         re.compile(r"xox[abposre]-[A-Za-z0-9-]{10,}+|xapp-\d-[A-Za-z0-9-]{10,}+"),
         _whole_if_random,
+        anchors=("xox", "xapp-"),
     ),
     Rule(
         "stripe",
         re.compile(r"(?<![A-Za-z0-9])(?:(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{10,}+|whsec_\w{20,}+)"),
+        anchors=("_live_", "_test_", "whsec_"),
     ),
-    Rule("google-api-key", re.compile(r"AIza" + _ANY + r"{35,}+")),
-    Rule("google-oauth", re.compile(r"ya29\.[A-Za-z0-9_-]{20,}+|GOCSPX-" + _ANY + r"{20,}+")),
-    Rule("npm", re.compile(r"npm_[A-Za-z0-9]{36,}+")),
-    Rule("pypi", re.compile(r"pypi-AgEIcHlwaS5vcmc" + _ANY + r"{20,}+")),
-    Rule("sendgrid", re.compile(r"SG\." + _ANY + r"{16,}+\." + _ANY + r"{20,}+")),
+    Rule("google-api-key", re.compile(r"AIza" + _ANY + r"{35,}+"), anchors=("aiza",)),
+    Rule(
+        "google-oauth",
+        re.compile(r"ya29\.[A-Za-z0-9_-]{20,}+|GOCSPX-" + _ANY + r"{20,}+"),
+        anchors=("ya29.", "gocspx-"),
+    ),
+    Rule("npm", re.compile(r"npm_[A-Za-z0-9]{36,}+"), anchors=("npm_",)),
+    Rule("pypi", re.compile(r"pypi-AgEIcHlwaS5vcmc" + _ANY + r"{20,}+"), anchors=("pypi-",)),
+    Rule(
+        "sendgrid",
+        re.compile(r"SG\." + _ANY + r"{16,}+\." + _ANY + r"{20,}+"),
+        anchors=("sg.",),
+    ),
     # The lookbehind is what keeps this linear: `eyJ` is made of the characters that follow it,
     # so without it a long run of `eyJeyJ...` would be rescanned from every position.
     Rule(
         "jwt",
         re.compile(
-            r"(?<![A-Za-z0-9_-])eyJ" + _ANY + r"{8,}+\.eyJ" + _ANY + r"{8,}+\.[A-Za-z0-9_-]*+"
+            r"eyJ(?<![A-Za-z0-9_-]eyJ)" + _ANY + r"{8,}+\.eyJ" + _ANY + r"{8,}+\." + _ANY + "*+"
         ),
+        anchors=("eyj",),
     ),
     Rule(
-        # `://` first so the regex engine can search for the literal; the scheme is checked
-        # behind it. The password is redacted, the user and host are kept.
+        # The password is redacted; the user and the host are kept.
         "url-password",
         re.compile(r"://(?<=[A-Za-z0-9]://)[^\s/:@'\"<>]{0,256}+:(?P<value>[^\s/@'\"<>]{1,256}+)@"),
         _url_password,
+        anchors=("://",),
     ),
-    Rule(
+    folding_rule(
         "bearer",
-        re.compile(r"(?i:bearer)[ \t]++(?P<value>[A-Za-z0-9._~+/=-]{8,}+)"),
+        r"bearer[ \t]++(?P<value>[A-Za-z0-9._~+/=-]{8,}+)",
         _value_if_random,
+        ("bearer",),
     ),
-    Rule(
+    folding_rule(
         "basic-auth",
-        re.compile(
-            r"(?i:authorization)(?:\\?[\"'])?[ \t]*[:=][ \t]*(?:\\?[\"'])?(?i:basic)[ \t]++"
-            r"(?P<value>[A-Za-z0-9+/]{8,}+={0,2})"
-        ),
+        r"authorization(?:\\?[\"'])?[ \t]*[:=][ \t]*(?:\\?[\"'])?basic[ \t]++"
+        r"(?P<value>[A-Za-z0-9+/]{8,}+={0,2})",
         _value,
+        ("basic",),
     ),
-    Rule(
+    folding_rule(
         "password",
-        re.compile(
-            r"(?<![A-Za-z0-9-])--?[a-z-]{0,30}(?i:password|passwd)[ \t]++"
-            r"(?P<value>[^\s\"'-][^\s\"']*+)"
-        ),
+        r"-(?<![A-Za-z0-9-]-)-?[a-z-]{0,30}(?:password|passwd)[ \t]++"
+        r"(?P<value>[^\s\"'-][^\s\"']*+)",
         _flag_value,
+        ("passw",),
     ),
-    Rule(
+    folding_rule(
         "secret",
-        re.compile(
-            r"(?<![A-Za-z0-9-])--?[a-z-]{0,30}(?i:token|secret|api-key)[ \t]++"
-            r"(?P<value>[^\s\"'-][^\s\"']*+)"
-        ),
+        r"-(?<![A-Za-z0-9-]-)-?[a-z-]{0,30}(?:token|secret|api-key)[ \t]++"
+        r"(?P<value>[^\s\"'-][^\s\"']*+)",
         _flag_value,
+        ("token", "secret", "api-key"),
     ),
-    _assignment_rule("password", _LOGIN_KEYWORDS),
-    _assignment_rule("secret", _CREDENTIAL_KEYWORDS),
+    _assignment_rule("password", _LOGIN_KEYWORDS, ("pass",)),
+    _assignment_rule("secret", _CREDENTIAL_KEYWORDS, ("secret", "token", "key", "credential")),
 )

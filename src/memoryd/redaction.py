@@ -110,13 +110,48 @@ def find_secrets(text: str, extra_patterns: Sequence[str] = ()) -> list[SecretHi
     for segment_start, segment_end in _unmarked_segments(text):
         whole = segment_start == 0 and segment_end == len(text)
         segment = text if whole else text[segment_start:segment_end]
+        lowered = segment.lower()
+        # Positions in the lower-cased text are positions in the text only if no character
+        # changed length (a few, such as 'İ', become two); otherwise the slower pattern runs.
+        aligned = len(lowered) == len(segment)
         for priority, rule in enumerate(rules):
-            for match in rule.pattern.finditer(segment):
+            if rule.anchors and not any(anchor in lowered for anchor in rule.anchors):
+                continue
+            if rule.folded is not None and aligned:
+                matches = _matches(rule.folded, lowered)
+            else:
+                matches = _matches(rule.pattern, segment)
+            for match in matches:
                 span = rule.select(match)
                 if span is not None and span[1] > span[0]:
                     start, end = span
                     found.append((segment_start + start, priority, segment_start + end, rule.kind))
     return _merge(found)
+
+
+# A secret that starts inside the value of another one and ends after it starts with its key
+# (`DB_PASSWORD=` in `Password: DB_PASSWORD='x'`), and a key with its quote and separator is
+# shorter than this; see `_matches`.
+_KEY_REACH = 64
+
+
+def _matches(pattern: re.Pattern[str], text: str) -> Iterator[re.Match[str]]:
+    """Like `pattern.finditer(text)`, except that after a match with a value part (the value of
+    `password=...`) the search goes on from near the end of that value, not from the match's end.
+
+    A value can hold the start of another secret of the same rule: `Password: DB_PASSWORD='x'`
+    makes `DB_PASSWORD=` the first value. Searching only after the first match would miss the
+    second, and redacting the first would then swallow its key for good. Going back at most
+    `_KEY_REACH` characters keeps the scan linear.
+    """
+    position = 0
+    while position <= len(text) and (match := pattern.search(text, position)):
+        yield match
+        position = max(match.end(), match.start() + 1)
+        for name in pattern.groupindex:
+            start, end = match.span(name)
+            if name != "sep" and start > match.start():
+                position = min(position, max(start, end - _KEY_REACH))
 
 
 def _replace(text: str, hits: Sequence[SecretHit]) -> str:

@@ -380,7 +380,16 @@ def test_keys_glued_together_are_all_redacted() -> None:
     assert second not in redacted
 
 
+def test_a_secret_starting_inside_another_ones_value_is_still_found() -> None:
+    redacted = redact("Password: DB_PASSWORD='x1fH%!ZM9TB#2s' done")
+
+    assert "x1fH" not in redacted
+    assert redacted == "Password: [REDACTED:password]'[REDACTED:password]' done"
+
+
 ADVERSARIAL_LINES = {
+    "assignment chain": "token=" * 170_000,
+    "escaped assignment chain": 'api_key="' + 'token=\\"' * 100_000,
     "keyword storm": "password=token: secret=" * 45_000,
     "jwt prefix run": "eyJ" * 350_000,
     "dashes": "-" * 1_000_000,
