@@ -29,16 +29,25 @@ import time as monotonic_time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
-from typing import Any, Literal
+from datetime import datetime, timedelta
+from typing import Any
 from zoneinfo import ZoneInfo
 
-from memoryd.errors import EXIT_FAILED, EXIT_OK, EXIT_TEMPFAIL, ConcurrentEditError
+from memoryd.errors import ConcurrentEditError
 from memoryd.extractors.apply import ApplyCounters, StoreSession, apply_answer
-from memoryd.extractors.chunking import Chunk, chunk_from_json, chunk_to_json, cut_chunks
+from memoryd.extractors.budget import Budget
+from memoryd.extractors.chunking import Chunk, chunk_to_json
 from memoryd.extractors.context import build_context
 from memoryd.extractors.contract import RecordMemories
 from memoryd.extractors.extract import Extractor, InvalidAnswerError
+from memoryd.extractors.intake import (
+    Cleaner,
+    Intake,
+    Source,
+    chronological,
+    read_sources,
+    requeued_chunks,
+)
 from memoryd.extractors.pending import PendingOverlay
 from memoryd.extractors.recovery import (
     INTENT_KEY,
@@ -46,12 +55,10 @@ from memoryd.extractors.recovery import (
     finalize,
     finish_interrupted_commit,
 )
+from memoryd.extractors.report import HeartbeatReport, commit_message
 from memoryd.llm.base import PermanentLLMError, TransientLLMError, estimate_tokens
 from memoryd.llm.prices import PriceTable, Usage
 from memoryd.logs import get_logger
-from memoryd.sources.cursor import FileCursor
-from memoryd.sources.model import Conversation
-from memoryd.sources.reader import SourceReader
 from memoryd.state.facade import State
 from memoryd.state.journal import PlannedWrite as JournalWrite
 from memoryd.store.git import GitStore
@@ -61,11 +68,9 @@ from memoryd.store.unit import ABSENT, PlannedWrite, UnitOfWork
 
 log = get_logger(__name__)
 
-Outcome = Literal["ok", "nothing-new", "failed", "stopped"]
-Cleaner = Callable[[Conversation], Conversation | None]
+__all__ = ["Heartbeat", "HeartbeatReport", "HeartbeatSettings", "Source"]
+
 SecretScanner = Callable[[str], list[str]]
-# What one chunk costs besides its transcript: the system prompt, tool schema and context.
-_OUTPUT_TOKENS_GUESS = 800
 _MAX_REPLANS = 3
 
 
@@ -82,78 +87,6 @@ class HeartbeatSettings:
     heartbeat_usd: float
     model: str
     quarantine_after: int = 3
-
-
-@dataclass(frozen=True)
-class Source:
-    """One configured source of one agent; `key` identifies it in the state database."""
-
-    agent: str
-    key: str
-    reader: SourceReader
-
-
-@dataclass
-class HeartbeatReport:
-    run_id: str
-    outcome: Outcome = "nothing-new"
-    counters: ApplyCounters = field(default_factory=ApplyCounters)
-    chunks: int = 0
-    chunks_extracted: int = 0
-    chunks_reused: int = 0
-    chunks_empty: int = 0
-    chunks_failed: int = 0
-    chunks_quarantined: int = 0
-    chunks_deferred: int = 0
-    usage: Usage = field(default_factory=Usage)
-    cost_usd: float = 0.0
-    commit: str | None = None
-    foreign_commit: str | None = None
-    stop_reason: str | None = None
-    duration_ms: int = 0
-
-    @property
-    def exit_code(self) -> int:
-        if self.outcome == "stopped":
-            return EXIT_TEMPFAIL
-        return EXIT_FAILED if self.outcome == "failed" else EXIT_OK
-
-    def log_fields(self) -> dict[str, Any]:
-        c = self.counters
-        return {
-            "run_id": self.run_id,
-            "outcome": self.outcome,
-            "facts_added": c.facts_added,
-            "facts_superseded": c.facts_superseded,
-            "entities_created": c.entities_created,
-            "skills_added": c.skills_added,
-            "notes_added": c.notes_added,
-            "tacit_added": c.tacit_added,
-            "chunks": self.chunks,
-            "chunks_extracted": self.chunks_extracted,
-            "chunks_reused": self.chunks_reused,
-            "chunks_empty": self.chunks_empty,
-            "chunks_failed": self.chunks_failed,
-            "chunks_quarantined": self.chunks_quarantined,
-            "input_tokens": self.usage.input_tokens,
-            "output_tokens": self.usage.output_tokens,
-            "cache_read_tokens": self.usage.cache_read_input_tokens,
-            "cache_write_tokens": self.usage.cache_creation_input_tokens,
-            "cost_usd": round(self.cost_usd, 6),
-            "commit": self.commit,
-            "stop_reason": self.stop_reason,
-            "duration_ms": self.duration_ms,
-        }
-
-
-@dataclass
-class _Read:
-    """What reading all sources gave: chunks, and the cursors to commit per source."""
-
-    chunks: list[Chunk]
-    old: dict[str, dict[str, str]]  # source key -> path -> cursor JSON, as committed
-    new: dict[str, dict[str, str]]  # source key -> path -> cursor JSON, after this read
-    sources_by_file: dict[str, str]  # file path -> source key
 
 
 @dataclass
@@ -195,6 +128,9 @@ class Heartbeat:
         self.should_stop = should_stop
         self.run_id = run_id or uuid.uuid4().hex[:16]
         self.report = HeartbeatReport(self.run_id)
+        self.budget = Budget(
+            settings.daily_usd, settings.heartbeat_usd, settings.model, prices, state, clock
+        )
 
     # -- the whole heartbeat ------------------------------------------------------------------
 
@@ -206,9 +142,8 @@ class Heartbeat:
         finish_interrupted_commit(self.state, self.git, now)
         foreign = UnitOfWork(self.git).commit_foreign_edits(self.scan_secrets)
         self.report.foreign_commit = foreign.commit
-        read = self._read_sources(index_mentions=True)
-        requeued = self._requeued_chunks()
-        chunks = self._ordered(read.chunks + requeued)
+        read = self._intake(index_mentions=True)
+        chunks = chronological(read.chunks + requeued_chunks(self.state))
         self.report.chunks = len(chunks)
         progress = _Progress()
         for attempt in range(_MAX_REPLANS):
@@ -233,16 +168,12 @@ class Heartbeat:
 
     def dry_run(self) -> dict[str, Any]:
         """What a heartbeat would send now: chunks, estimated tokens and cost. Changes nothing."""
-        read = self._read_sources(index_mentions=False)
-        chunks = [c for c in self._ordered(read.chunks) if c.has_dialogue]
+        read = self._intake(index_mentions=False)
+        chunks = [c for c in chronological(read.chunks) if c.has_dialogue]
         fresh = [c for c in chunks if self.state.journal.answered(c.key) is None]
         tokens = sum(self._estimate_input(c) for c in fresh)
-        price = self.prices.get(self.settings.model)
-        cost = (
-            None
-            if price is None
-            else (tokens * price.input + len(fresh) * _OUTPUT_TOKENS_GUESS * price.output) / 1e6
-        )
+        costs = [self.budget.estimate(self._estimate_input(c)) for c in fresh]
+        cost = None if None in costs else sum(c for c in costs if c is not None)
         return {
             "chunks": len(chunks),
             "chunks_to_send": len(fresh),
@@ -253,68 +184,22 @@ class Heartbeat:
             "days": sorted({c.day.isoformat() for c in fresh}),
         }
 
-    # -- reading ------------------------------------------------------------------------------
-
-    def _read_sources(self, *, index_mentions: bool) -> _Read:
-        read = _Read([], {}, {}, {})
-        now = self.clock()
-        since = now - self.settings.backfill if self.settings.backfill else None
-        for source in self.sources:
-            stored = self.state.cursors.for_source(source.agent, source.key)
-            cursors = {path: FileCursor.from_json(text) for path, text in stored.items()}
-            first_sight = self.state.meta.get(f"source.seen:{source.key}") is None
-            result = source.reader.read(cursors, since=since, first_sight=first_sight)
-            read.old[source.key] = dict(stored)
-            read.new[source.key] = {path: c.to_json() for path, c in result.cursors.items()}
-            for conversation in result.conversations:
-                cleaned = self.clean(conversation)
-                if cleaned is None:
-                    continue
-                for turn in cleaned.turns:
-                    read.sources_by_file[turn.provenance.file] = source.key
-                if index_mentions:
-                    self._index_mentions(cleaned)
-                read.chunks.extend(
-                    cut_chunks(cleaned, self.settings.zone, self.settings.chunk_tokens)
-                )
-            if result.more:
-                log.info("source.more_to_read", source=source.key, agent=source.agent)
-        return read
-
-    def _index_mentions(self, conversation: Conversation) -> None:
-        by_day: dict[str, list[str]] = {}
-        for turn in conversation.turns:
-            if turn.role in ("user", "assistant"):
-                day = turn.timestamp.astimezone(self.settings.zone).date().isoformat()
-                by_day.setdefault(day, []).append(turn.text)
-        for day, texts in sorted(by_day.items()):
-            self.state.mentions.append(
-                conversation.agent,
-                conversation.session_id,
-                datetime.fromisoformat(day).date(),
-                "\n".join(texts),
-            )
-
-    def _requeued_chunks(self) -> list[Chunk]:
-        chunks = []
-        for record in self.state.failures.requeued():
-            try:
-                chunks.append(chunk_from_json(json.loads(record.plan_json)))
-            except (KeyError, ValueError, TypeError) as error:
-                log.error("chunk.unreadable_plan", chunk_key=record.chunk_key, error=str(error))
-        return chunks
-
-    def _ordered(self, chunks: list[Chunk]) -> list[Chunk]:
-        unique = {chunk.key: chunk for chunk in chunks}
-        return sorted(
-            unique.values(),
-            key=lambda c: (c.turns[0].timestamp, c.agent, c.session_id, c.day, c.part),
+    def _intake(self, *, index_mentions: bool) -> Intake:
+        return read_sources(
+            self.sources,
+            self.state,
+            clean=self.clean,
+            zone=self.settings.zone,
+            chunk_tokens=self.settings.chunk_tokens,
+            backfill=self.settings.backfill,
+            now=self.clock(),
+            index_mentions=index_mentions,
         )
 
     # -- processing ---------------------------------------------------------------------------
 
     def _process(
-        self, chunks: list[Chunk], read: _Read, progress: _Progress, *, replay: bool
+        self, chunks: list[Chunk], read: Intake, progress: _Progress, *, replay: bool
     ) -> None:
         uow = UnitOfWork(self.git)
         session = StoreSession.open(
@@ -382,7 +267,7 @@ class Heartbeat:
         if stored is not None and stored.answer_json is not None:
             self.report.chunks_reused += 1
             return RecordMemories.model_validate_json(stored.answer_json)
-        if not self._within_budget(chunk):
+        if not self.budget.allows(self._estimate_input(chunk), self.report.cost_usd):
             self._stop("budget")
             progress.held_files.update(chunk.files)
             return None
@@ -473,45 +358,17 @@ class Heartbeat:
             self.report.outcome = "stopped"
             self.report.stop_reason = reason
             if reason == "budget":
-                self._log_budget_once()
+                self.budget.log_exhausted_once()
         return True
-
-    def _log_budget_once(self) -> None:
-        day = self.clock().astimezone(UTC).date().isoformat()
-        if self.state.meta.get("budget.exhausted_logged") != day:
-            self.state.meta.set("budget.exhausted_logged", day)
-            log.warning(
-                "budget.exhausted",
-                daily_usd=self.settings.daily_usd,
-                heartbeat_usd=self.settings.heartbeat_usd,
-                spent_today_usd=round(self._spent_today(), 6),
-            )
 
     def _estimate_input(self, chunk: Chunk) -> int:
         # Transcript plus a fixed allowance for the prompt, tool schema and context.
         return estimate_tokens(chunk.render()) + 3000
 
-    def _spent_today(self) -> float:
-        now = self.clock().astimezone(UTC)
-        start = now.replace(hour=0, minute=0, second=0, microsecond=0)
-        return self.state.usage.spend_between(start, start + timedelta(days=1))
-
-    def _within_budget(self, chunk: Chunk) -> bool:
-        price = self.prices.get(self.settings.model)
-        if price is None:
-            return True
-        estimate = (
-            self._estimate_input(chunk) * price.input + _OUTPUT_TOKENS_GUESS * price.output
-        ) / 1e6
-        daily, per_run = self.settings.daily_usd, self.settings.heartbeat_usd
-        if daily > 0 and self._spent_today() + estimate > daily:
-            return False
-        return not (per_run > 0 and self.report.cost_usd + estimate > per_run)
-
     # -- committing ---------------------------------------------------------------------------
 
     def _commit(
-        self, uow: UnitOfWork, read: _Read, progress: _Progress, pending: PendingOverlay
+        self, uow: UnitOfWork, read: Intake, progress: _Progress, pending: PendingOverlay
     ) -> None:
         cursors = self._cursors_to_commit(read, progress)
         plan = uow.plan()
@@ -533,13 +390,13 @@ class Heartbeat:
                 self.state.meta.set_json(INTENT_KEY, intent)
         if plan:
             self.report.commit = uow.apply_and_commit(
-                self._message(), {RUN_TRAILER: self.run_id, **self._trailers()}
+                commit_message(self.report.counters), {RUN_TRAILER: self.run_id, **self._trailers()}
             )
         finalize(self.state, intent, self.report.commit, self.clock())
         if self.report.outcome == "nothing-new" and (progress.done or self.report.commit):
             self.report.outcome = "ok"
 
-    def _cursors_to_commit(self, read: _Read, progress: _Progress) -> list[dict[str, Any]]:
+    def _cursors_to_commit(self, read: Intake, progress: _Progress) -> list[dict[str, Any]]:
         result: list[dict[str, Any]] = []
         for source in self.sources:
             key = source.key
@@ -555,20 +412,6 @@ class Heartbeat:
                     merged.pop(path, None)  # never committed: read it from the start next time
             result.append({"agent": source.agent, "key": key, "cursors": merged})
         return result
-
-    def _message(self) -> str:
-        c = self.report.counters
-        parts = [f"+{c.facts_added} fact{'s' * (c.facts_added != 1)}"]
-        if c.facts_superseded:
-            parts.append(f"{c.facts_superseded} superseded")
-        parts.append(f"{c.entities_created} entit{'ies' if c.entities_created != 1 else 'y'}")
-        parts.append(f"{c.skills_added} skill{'s' * (c.skills_added != 1)}")
-        parts.append(f"{c.notes_added} note{'s' * (c.notes_added != 1)}")
-        if c.tacit_added:
-            parts.append(f"{c.tacit_added} tacit")
-        if c.entities_archived:
-            parts.append(f"{c.entities_archived} archived")
-        return "heartbeat: " + ", ".join(parts)
 
     def _trailers(self) -> dict[str, str]:
         agents = sorted({source.agent for source in self.sources})

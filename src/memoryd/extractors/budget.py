@@ -1,0 +1,64 @@
+"""Spend control: the daily ceiling and the per-heartbeat ceiling (DESIGN §3 `[budget]`).
+
+Spend comes from the usage ledger (every call's cost is recorded as it is made), counted per UTC
+day. Before each call the budget compares what has been spent plus an estimate of the call with
+the ceilings; once a ceiling would be passed, the heartbeat stops early (exit 75) with its
+cursors where they are, and `budget.exhausted` is logged once per UTC day.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from memoryd.llm.prices import PriceTable
+from memoryd.logs import get_logger
+from memoryd.state.facade import State
+
+log = get_logger(__name__)
+
+# A generous guess at one answer's length, for estimating a call before it is made.
+OUTPUT_TOKENS_GUESS = 800
+_LOGGED_KEY = "budget.exhausted_logged"
+
+
+@dataclass
+class Budget:
+    daily_usd: float
+    heartbeat_usd: float
+    model: str
+    prices: PriceTable
+    state: State
+    clock: Callable[[], datetime]
+
+    def estimate(self, input_tokens: int) -> float | None:
+        """Estimated USD of one call with this many input tokens (None: the model is unpriced)."""
+        price = self.prices.get(self.model)
+        if price is None:
+            return None
+        return (input_tokens * price.input + OUTPUT_TOKENS_GUESS * price.output) / 1e6
+
+    def spent_today(self) -> float:
+        start = self.clock().astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+        return self.state.usage.spend_between(start, start + timedelta(days=1))
+
+    def allows(self, input_tokens: int, spent_this_run: float) -> bool:
+        """Whether a call of this size stays within both ceilings (0 = no ceiling)."""
+        estimate = self.estimate(input_tokens)
+        if estimate is None:
+            return True
+        if self.daily_usd > 0 and self.spent_today() + estimate > self.daily_usd:
+            return False
+        return not (self.heartbeat_usd > 0 and spent_this_run + estimate > self.heartbeat_usd)
+
+    def log_exhausted_once(self) -> None:
+        day = self.clock().astimezone(UTC).date().isoformat()
+        if self.state.meta.get(_LOGGED_KEY) != day:
+            self.state.meta.set(_LOGGED_KEY, day)
+            log.warning(
+                "budget.exhausted",
+                daily_usd=self.daily_usd,
+                heartbeat_usd=self.heartbeat_usd,
+                spent_today_usd=round(self.spent_today(), 6),
+            )

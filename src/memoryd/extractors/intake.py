@@ -1,0 +1,116 @@
+"""Intake: what a heartbeat reads, turned into chunks (DESIGN §6 steps 2 and 3).
+
+Every source is read from its committed cursors; each new conversation is cleaned, its user and
+assistant text goes into the full-text index of conversation-days (mention counting needs it
+before anything is filed), and it is cut into chunks. Quarantined chunks that `memoryd retry`
+put back in the queue join them. Nothing here advances a cursor: the new cursors travel with the
+result and are committed after the git commit.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from memoryd.extractors.chunking import Chunk, chunk_from_json, cut_chunks
+from memoryd.logs import get_logger
+from memoryd.sources.cursor import FileCursor
+from memoryd.sources.model import Conversation
+from memoryd.sources.reader import SourceReader
+from memoryd.state.facade import State
+
+log = get_logger(__name__)
+
+Cleaner = Callable[[Conversation], Conversation | None]
+
+
+@dataclass(frozen=True)
+class Source:
+    """One configured source of one agent; `key` identifies it in the state database."""
+
+    agent: str
+    key: str
+    reader: SourceReader
+
+
+@dataclass
+class Intake:
+    """What reading all sources gave: chunks, and the cursors to commit per source."""
+
+    chunks: list[Chunk]
+    old: dict[str, dict[str, str]]  # source key -> path -> cursor JSON, as committed
+    new: dict[str, dict[str, str]]  # source key -> path -> cursor JSON, after this read
+    sources_by_file: dict[str, str]  # file path -> source key
+
+
+def read_sources(
+    sources: Sequence[Source],
+    state: State,
+    *,
+    clean: Cleaner,
+    zone: ZoneInfo,
+    chunk_tokens: int,
+    backfill: timedelta | None,
+    now: datetime,
+    index_mentions: bool,
+) -> Intake:
+    intake = Intake([], {}, {}, {})
+    since = now - backfill if backfill else None
+    for source in sources:
+        stored = state.cursors.for_source(source.agent, source.key)
+        cursors = {path: FileCursor.from_json(text) for path, text in stored.items()}
+        first_sight = state.meta.get(f"source.seen:{source.key}") is None
+        result = source.reader.read(cursors, since=since, first_sight=first_sight)
+        intake.old[source.key] = dict(stored)
+        intake.new[source.key] = {path: c.to_json() for path, c in result.cursors.items()}
+        for conversation in result.conversations:
+            cleaned = clean(conversation)
+            if cleaned is None:
+                continue
+            for turn in cleaned.turns:
+                intake.sources_by_file[turn.provenance.file] = source.key
+            if index_mentions:
+                index_conversation(state, cleaned, zone)
+            intake.chunks.extend(cut_chunks(cleaned, zone, chunk_tokens))
+        if result.more:
+            log.info("source.more_to_read", source=source.key, agent=source.agent)
+    return intake
+
+
+def index_conversation(state: State, conversation: Conversation, zone: ZoneInfo) -> None:
+    """Add the conversation's user and assistant text to the index, one row per local day."""
+    by_day: dict[str, list[str]] = {}
+    for turn in conversation.turns:
+        if turn.role in ("user", "assistant"):
+            day = turn.timestamp.astimezone(zone).date().isoformat()
+            by_day.setdefault(day, []).append(turn.text)
+    for day, texts in sorted(by_day.items()):
+        state.mentions.append(
+            conversation.agent,
+            conversation.session_id,
+            datetime.fromisoformat(day).date(),
+            "\n".join(texts),
+        )
+
+
+def requeued_chunks(state: State) -> list[Chunk]:
+    """The quarantined chunks `memoryd retry` put back, rebuilt from their journalled plans."""
+    chunks = []
+    for record in state.failures.requeued():
+        try:
+            chunks.append(chunk_from_json(json.loads(record.plan_json)))
+        except (KeyError, ValueError, TypeError) as error:
+            log.error("chunk.unreadable_plan", chunk_key=record.chunk_key, error=str(error))
+    return chunks
+
+
+def chronological(chunks: list[Chunk]) -> list[Chunk]:
+    """Chunks in the order their conversations happened, each once."""
+    unique = {chunk.key: chunk for chunk in chunks}
+    return sorted(
+        unique.values(),
+        key=lambda c: (c.turns[0].timestamp, c.agent, c.session_id, c.day, c.part),
+    )

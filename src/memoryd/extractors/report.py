@@ -1,0 +1,82 @@
+"""What a heartbeat did: its report, its log line and its commit message."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from memoryd.errors import EXIT_FAILED, EXIT_OK, EXIT_TEMPFAIL
+from memoryd.extractors.apply import ApplyCounters
+from memoryd.llm.prices import Usage
+
+Outcome = Literal["ok", "nothing-new", "failed", "stopped"]
+
+
+@dataclass
+class HeartbeatReport:
+    run_id: str
+    outcome: Outcome = "nothing-new"
+    counters: ApplyCounters = field(default_factory=ApplyCounters)
+    chunks: int = 0
+    chunks_extracted: int = 0
+    chunks_reused: int = 0
+    chunks_empty: int = 0
+    chunks_failed: int = 0
+    chunks_quarantined: int = 0
+    chunks_deferred: int = 0
+    usage: Usage = field(default_factory=Usage)
+    cost_usd: float = 0.0
+    commit: str | None = None
+    foreign_commit: str | None = None
+    stop_reason: str | None = None
+    duration_ms: int = 0
+
+    @property
+    def exit_code(self) -> int:
+        if self.outcome == "stopped":
+            return EXIT_TEMPFAIL
+        return EXIT_FAILED if self.outcome == "failed" else EXIT_OK
+
+    def log_fields(self) -> dict[str, Any]:
+        c = self.counters
+        return {
+            "run_id": self.run_id,
+            "outcome": self.outcome,
+            "facts_added": c.facts_added,
+            "facts_superseded": c.facts_superseded,
+            "entities_created": c.entities_created,
+            "skills_added": c.skills_added,
+            "notes_added": c.notes_added,
+            "tacit_added": c.tacit_added,
+            "chunks": self.chunks,
+            "chunks_extracted": self.chunks_extracted,
+            "chunks_reused": self.chunks_reused,
+            "chunks_empty": self.chunks_empty,
+            "chunks_failed": self.chunks_failed,
+            "chunks_quarantined": self.chunks_quarantined,
+            "input_tokens": self.usage.input_tokens,
+            "output_tokens": self.usage.output_tokens,
+            "cache_read_tokens": self.usage.cache_read_input_tokens,
+            "cache_write_tokens": self.usage.cache_creation_input_tokens,
+            "cost_usd": round(self.cost_usd, 6),
+            "commit": self.commit,
+            "stop_reason": self.stop_reason,
+            "duration_ms": self.duration_ms,
+        }
+
+
+def commit_message(counters: ApplyCounters) -> str:
+    """`heartbeat: +7 facts, 2 superseded, 1 entity, 3 skills, 4 notes` (zero parts that are
+    optional are left out)."""
+    c = counters
+    parts = [f"+{c.facts_added} fact{'s' * (c.facts_added != 1)}"]
+    if c.facts_superseded:
+        parts.append(f"{c.facts_superseded} superseded")
+    parts.append(f"{c.entities_created} entit{'ies' if c.entities_created != 1 else 'y'}")
+    parts.append(f"{c.skills_added} skill{'s' * (c.skills_added != 1)}")
+    parts.append(f"{c.notes_added} note{'s' * (c.notes_added != 1)}")
+    if c.tacit_added:
+        parts.append(f"{c.tacit_added} tacit")
+    if c.entities_archived:
+        parts.append(f"{c.entities_archived} archived")
+    return "heartbeat: " + ", ".join(parts)
