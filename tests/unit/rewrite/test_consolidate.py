@@ -1,0 +1,126 @@
+"""consolidate_skills: numbered tips, the never-lose check, the bound, the rewritten files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.unit.store.conftest import DirTransaction
+
+from memoryd.rewrite.consolidate import (
+    MAX_LINES,
+    ConsolidationRefusedError,
+    apply_answer,
+    build_request,
+    find_targets,
+    parse_answer,
+)
+from memoryd.store.skills import add_routine_skill, add_skill
+from memoryd.store.tacit import add_tacit
+
+
+@pytest.fixture
+def tx(tmp_path: Path) -> DirTransaction:
+    (tmp_path / "store").mkdir()
+    return DirTransaction(tmp_path / "store")
+
+
+def grow_skills(tx: DirTransaction, topics: int = 60) -> None:
+    for number in range(topics):
+        add_skill(tx, "agents", agent="ops", topic=f"tool{number}", tip=f"tool{number} needs sudo")
+
+
+def merge_all(numbers: int, topic: str = "tools") -> dict[str, Any]:
+    return {
+        "topics": [
+            {
+                "topic": topic,
+                "tips": [
+                    {
+                        "text": "Every tool here needs sudo",
+                        "from": [f"t{i}" for i in range(1, numbers + 1)],
+                    }
+                ],
+            }
+        ]
+    }
+
+
+def test_small_files_are_left_alone(tx: DirTransaction) -> None:
+    grow_skills(tx, 10)
+    add_tacit(tx, "MEMORY.md", ["Prefers short answers"])
+    assert find_targets(tx, "agents", "MEMORY.md") == []
+
+
+def test_a_skills_index_past_the_bound_is_consolidated_without_losing_a_tip(
+    tx: DirTransaction,
+) -> None:
+    grow_skills(tx)
+    [target] = find_targets(tx, "agents", "MEMORY.md")
+    assert target.kind == "skills" and target.path == "agents/ops/skills-index.md"
+    assert [tip.number for tip in target.tips][:2] == ["t1", "t2"] and len(target.tips) == 60
+    request = build_request(target, model="claude-haiku-5-5")
+    assert "t1 [tool0] tool0 needs sudo" in request.user_content
+    written = apply_answer(tx, target, parse_answer(merge_all(60)))
+    assert "agents/ops/tools.md" in written
+    assert tx.read_text("agents/ops/tools.md") == "# tools\n\n- Every tool here needs sudo\n"
+    index = tx.read_text("agents/ops/skills-index.md") or ""
+    assert len(index.splitlines()) <= MAX_LINES
+    assert "[tools](tools.md): Every tool here needs sudo" in index
+    # Merged-away topic files hold no tip any more, only where their tips went.
+    stub = tx.read_text("agents/ops/tool0.md") or ""
+    assert "needs sudo" not in stub and "tools.md" in stub
+
+
+def test_a_consolidation_dropping_a_tip_is_refused_and_writes_nothing(
+    tx: DirTransaction,
+) -> None:
+    grow_skills(tx)
+    [target] = find_targets(tx, "agents", "MEMORY.md")
+    before = list(tx.written)
+    with pytest.raises(ConsolidationRefusedError, match=r"\['t60'\]"):
+        apply_answer(tx, target, parse_answer(merge_all(59)))
+    with pytest.raises(ConsolidationRefusedError, match="not given"):
+        apply_answer(tx, target, parse_answer(merge_all(61)))
+    assert tx.written == before
+
+
+def test_an_answer_that_breaks_the_bound_or_the_schema_is_refused(tx: DirTransaction) -> None:
+    grow_skills(tx)
+    [target] = find_targets(tx, "agents", "MEMORY.md")
+    too_many: dict[str, object] = {
+        "topics": [
+            {"topic": f"topic {i}", "tips": [{"text": f"tip {i}", "from": [f"t{i}"]}]}
+            for i in range(1, 61)
+        ]
+    }
+    with pytest.raises(ConsolidationRefusedError, match="would still have"):
+        apply_answer(tx, target, parse_answer(too_many))
+    with pytest.raises(ConsolidationRefusedError, match="schema"):
+        parse_answer({"topics": [{"topic": "x", "tips": [{"text": "y"}]}]})
+    with pytest.raises(ConsolidationRefusedError, match="no consolidate_skills"):
+        parse_answer(None)
+
+
+def test_a_routine_file_keeps_its_preamble_and_gets_new_sections(tx: DirTransaction) -> None:
+    for number in range(30):
+        add_routine_skill(
+            tx, "agents", agent="ops", routine="nightly", topic=f"step{number}", tip=f"tip {number}"
+        )
+    [target] = find_targets(tx, "agents", "MEMORY.md")
+    assert target.kind == "routine" and len(target.tips) == 30
+    apply_answer(tx, target, parse_answer(merge_all(30, "nightly steps")))
+    text = tx.read_text(target.path) or ""
+    assert text.startswith("# Routine skills: nightly\n")
+    assert "## nightly steps\n\n- Every tool here needs sudo\n" in text
+
+
+def test_the_tacit_file_keeps_its_header_and_bullets_are_rewritten(tx: DirTransaction) -> None:
+    add_tacit(tx, "MEMORY.md", [f"Rule number {i}" for i in range(60)])
+    [target] = find_targets(tx, "agents", "MEMORY.md")
+    assert target.kind == "tacit" and len(target.tips) == 60
+    apply_answer(tx, target, parse_answer(merge_all(60)))
+    text = tx.read_text("MEMORY.md") or ""
+    assert text.startswith("# Tacit knowledge\n")
+    assert text.endswith("\n\n- Every tool here needs sudo\n")

@@ -1,0 +1,128 @@
+"""write_summary: the request holds hot then warm facts only; answers are validated strictly."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from tests.unit.rewrite.support import TODAY, fact, person
+
+from memoryd.llm.anthropic_client import message_params
+from memoryd.rewrite.select import SummaryInput, summary_input
+from memoryd.rewrite.summary import (
+    MAX_LINES,
+    InvalidSummaryError,
+    all_cold_body,
+    build_request,
+    render_template,
+    summary_file,
+    summary_from_tool_input,
+    validate_summary,
+)
+from memoryd.rewrite.tiers import TierRule
+
+RULE = TierRule()
+GIVEN = frozenset({"jane-doe-001", "jane-doe-002"})
+
+
+def sample_input() -> SummaryInput:
+    return summary_input(
+        person(),
+        [
+            fact("jane-doe-001", "Joined Acme as CTO", age=1),
+            fact("jane-doe-002", "Lives in Lisbon", age=20),
+            fact("jane-doe-003", "Secret cold thing", age=90),
+            fact("jane-doe-004", "Old superseded thing", age=1, status="superseded"),
+        ],
+        TODAY,
+        RULE,
+    )
+
+
+def test_request_sends_hot_then_warm_and_never_cold_or_superseded() -> None:
+    request = build_request(sample_input(), model="claude-haiku-5-5", today="2026-03-10")
+    text = request.user_content
+    assert text.index("[jane-doe-001] Joined Acme as CTO") < text.index("[jane-doe-002] Lives")
+    assert "Secret cold thing" not in text and "jane-doe-003" not in text
+    assert "Old superseded thing" not in text
+    assert request.tool.name == "write_summary"
+    # Byte-stable: the same input gives the same API parameters (batches and caching rely on it).
+    again = build_request(sample_input(), model="claude-haiku-5-5", today="2026-03-10")
+    assert message_params(request) == message_params(again)
+
+
+def test_a_valid_summary_is_cleaned_and_its_title_dropped() -> None:
+    body = validate_summary(
+        "# Jane\n\n## Work\n- CTO at Acme [jane-doe-001]   \n\nLives in Lisbon [jane-doe-001, "
+        "jane-doe-002]\n\n",
+        GIVEN,
+    )
+    assert (
+        body
+        == "## Work\n- CTO at Acme [jane-doe-001]\n\nLives in Lisbon [jane-doe-001, jane-doe-002]"
+    )
+
+
+@pytest.mark.parametrize(
+    ("answer", "reason"),
+    [
+        ("- CTO at Acme [jane-doe-009]", "not one of the facts given"),
+        ("- CTO at Acme [jane-doe-001, jane-doe-003]", "jane-doe-003"),
+        ("- CTO at Acme [jane-doe-001]\nShe is great.", "cites no fact"),
+        ("- CTO at Acme [jane-doe-001]\n# Another title", "second '# ' title"),
+        ("", "empty"),
+        ("## Only a heading", "empty"),
+        ("- [jane-doe-001]", "no text"),
+        ("- CTO [jane-doe-001 and more]", "not a fact id"),
+        ("## Heading [jane-doe-001]\n- x [jane-doe-001]", "subheading"),
+        ("\n".join(["- a [jane-doe-001]"] * (MAX_LINES + 1)), "too long"),
+    ],
+)
+def test_invalid_summaries_are_refused(answer: str, reason: str) -> None:
+    with pytest.raises(InvalidSummaryError, match=reason):
+        validate_summary(answer, GIVEN)
+
+
+def test_a_tool_answer_without_summary_is_refused() -> None:
+    with pytest.raises(InvalidSummaryError, match="no write_summary"):
+        summary_from_tool_input(None)
+    with pytest.raises(InvalidSummaryError, match="string"):
+        summary_from_tool_input({"summary": 3})
+
+
+def test_template_lists_hot_then_warm_and_passes_validation() -> None:
+    summary = sample_input()
+    body = render_template(summary)
+    assert body == (
+        "## Recent\n\n- Joined Acme as CTO [jane-doe-001]\n\n"
+        "## Background\n\n- Lives in Lisbon [jane-doe-002]"
+    )
+    assert validate_summary(body, summary.ids) == body
+    assert summary_file("Jane Doe", body).startswith("# Jane Doe\n\n## Recent\n")
+    assert summary_file("Jane Doe", "") == "# Jane Doe\n"
+    assert "Jane Doe" in all_cold_body("Jane Doe")
+
+
+fact_text = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs", "Cc")), min_size=1, max_size=80
+).filter(lambda text: any(ch.isalnum() for ch in text))
+
+
+@given(st.lists(st.tuples(fact_text, st.integers(0, 40), st.integers(0, 50)), max_size=30))
+def test_the_template_always_passes_the_validation(
+    facts: list[tuple[str, int, int]],
+) -> None:
+    subject = summary_input(
+        person(),
+        [
+            fact(f"jane-doe-{i:03d}", text, age=age, accesses=n)
+            for i, (text, age, n) in enumerate(facts, 1)
+        ],
+        TODAY,
+        RULE,
+    )
+    body = render_template(subject)
+    if subject.facts:
+        assert validate_summary(body, subject.ids) == body
+    else:
+        assert body == ""
