@@ -14,8 +14,16 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 
+from memoryd.daemon import hooks
 from memoryd.errors import ConfigError, StoreError
-from memoryd.extractors.extract import Extractor, LLMExtractor, MarkersExtractor
+from memoryd.extractors.chunking import Chunk
+from memoryd.extractors.extract import (
+    ChunkContext,
+    Extraction,
+    Extractor,
+    LLMExtractor,
+    MarkersExtractor,
+)
 from memoryd.extractors.heartbeat import Heartbeat, HeartbeatReport, HeartbeatSettings, Source
 from memoryd.redaction import redact, secret_kinds
 from memoryd.settings import Settings, find_api_key, find_base_url, state_directory
@@ -136,6 +144,7 @@ def build_heartbeat(
     *,
     should_stop: Callable[[], bool] = lambda: False,
     dry_run: bool = False,
+    run_id: str | None = None,
 ) -> Heartbeat:
     git = git_store(settings, env.clock)
     if dry_run:
@@ -156,15 +165,56 @@ def build_heartbeat(
         prices=settings.llm.price_table(),
         clock=env.clock,
         should_stop=should_stop,
+        run_id=run_id,
     )
 
 
 def run_heartbeat(
-    settings: Settings, env: Environment, *, should_stop: Callable[[], bool] = lambda: False
+    settings: Settings,
+    env: Environment,
+    *,
+    should_stop: Callable[[], bool] = lambda: False,
+    run_id: str | None = None,
+    wrap_extractor: Callable[[Extractor], Extractor] | None = None,
+    progress: Callable[[HeartbeatReport], None] | None = None,
 ) -> HeartbeatReport:
-    """One heartbeat with freshly opened parts (the caller holds the single-writer lock)."""
+    """One heartbeat with freshly opened parts (the caller holds the single-writer lock).
+
+    With `git.push`, memory pushed from elsewhere is pulled in first and the result pushed
+    after; `index.commands` run after a commit (`memoryd.daemon.hooks`: neither can fail the
+    heartbeat). `wrap_extractor` lets the daemon watch the model calls; `progress` is called
+    with the report so far after each chunk sent to the model.
+    """
+    git = git_store(settings, env.clock)
+    hooks.before_writing(settings, git)
     with open_state(settings, env) as state, extractor_for(settings, env) as extractor:
-        return build_heartbeat(settings, env, state, extractor, should_stop=should_stop).run()
+        wrapped = extractor if wrap_extractor is None else wrap_extractor(extractor)
+        if progress is not None:
+            wrapped = _Observed(wrapped, lambda: progress(heartbeat.report))
+        heartbeat = build_heartbeat(
+            settings, env, state, wrapped, should_stop=should_stop, run_id=run_id
+        )
+        report = heartbeat.run()
+    hooks.after_commit(settings, git, committed=bool(report.commit or report.foreign_commit))
+    return report
+
+
+class _Observed:
+    """An extractor that calls `after` once each extraction returns or fails."""
+
+    def __init__(self, inner: Extractor, after: Callable[[], None]) -> None:
+        self._inner = inner
+        self._after = after
+
+    @property
+    def prompt_refs(self) -> tuple[str, ...]:
+        return self._inner.prompt_refs
+
+    def extract(self, chunk: Chunk, context: ChunkContext) -> Extraction:
+        try:
+            return self._inner.extract(chunk, context)
+        finally:
+            self._after()
 
 
 def dry_run_heartbeat(settings: Settings, env: Environment) -> dict[str, object]:

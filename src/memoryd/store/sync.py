@@ -44,7 +44,10 @@ class PushResult:
 
 def pull(git: GitStore, remote: str) -> PullResult:
     """Fetch and rebase onto `remote`'s copy of the current branch; see the module docstring."""
-    result = _pull(git, remote)
+    try:
+        result = _pull(git, remote)
+    except GitError as error:  # e.g. the store is not a repository yet
+        result = PullResult("failed", str(error))
     if result.outcome in ("conflict", "failed"):
         log.error("git.pull_failed", remote=remote, outcome=result.outcome, detail=result.detail)
     elif result.outcome == "skipped":
@@ -83,14 +86,19 @@ def _rebase(git: GitStore, upstream: str, name: str) -> PullResult:
 
 def push(git: GitStore, remote: str) -> PushResult:
     """Push the current branch to `remote` unless the remote already has HEAD."""
+    try:
+        result = _push(git, remote)
+    except GitError as error:
+        result = PushResult("failed", str(error))
+    return _push_logged(result, remote)
+
+
+def _push(git: GitStore, remote: str) -> PushResult:
     branch = git.branch()
     head = git.head()
     if branch is None or head is None:
-        return _push_logged(PushResult("skipped", "no branch or no commit to push"), remote)
-    try:
-        fetched = git.fetch(remote, branch)
-    except GitError as error:
-        return _push_logged(PushResult("failed", str(error)), remote)
+        return PushResult("skipped", "no branch or no commit to push")
+    fetched = git.fetch(remote, branch)
     if fetched is not None and git.contains(head, fetched):
         return PushResult("up-to-date")
     try:
@@ -98,8 +106,8 @@ def push(git: GitStore, remote: str) -> PushResult:
     except GitError as error:
         text = str(error)
         rejected = "rejected" in text or "non-fast-forward" in text or "fetch first" in text
-        return _push_logged(PushResult("rejected" if rejected else "failed", text), remote)
-    return _push_logged(PushResult("pushed", head), remote)
+        return PushResult("rejected" if rejected else "failed", text)
+    return PushResult("pushed", head)
 
 
 def _push_logged(result: PushResult, remote: str) -> PushResult:
@@ -107,6 +115,6 @@ def _push_logged(result: PushResult, remote: str) -> PushResult:
         log.error("git.push_failed", remote=remote, outcome=result.outcome, detail=result.detail)
     elif result.outcome == "skipped":
         log.warning("git.push_skipped", remote=remote, detail=result.detail)
-    else:
+    elif result.outcome == "pushed":
         log.info("git.pushed", remote=remote, commit=result.detail)
     return result

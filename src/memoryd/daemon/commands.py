@@ -1,0 +1,72 @@
+"""The operator commands `run`, `status` and `retry`, as the CLI calls them (DESIGN §2).
+
+Each takes the parsed arguments, the loaded configuration, the process environment and the
+stream for results, and returns the exit code. They are entry points: this is where the real
+clock is read and handed down.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import TextIO
+
+from memoryd.daemon.jobs import Environment, open_state
+from memoryd.daemon.lock import single_writer
+from memoryd.daemon.notify import Notifier
+from memoryd.daemon.scheduler import Daemon
+from memoryd.daemon.status import collect_status, render_status
+from memoryd.errors import EXIT_OK, ConfigError
+from memoryd.logs import get_logger
+from memoryd.settings import LoadedConfig, check_environment, state_directory
+
+log = get_logger(__name__)
+
+# Like `memoryd heartbeat`, `retry` waits this long for a running job, then exits 75.
+LOCK_WAIT_SECONDS = 10.0
+
+
+def real_environment(environ: Mapping[str, str]) -> Environment:
+    return Environment(environ=environ, clock=lambda: datetime.now(UTC))
+
+
+def cmd_run(
+    _args: argparse.Namespace, config: LoadedConfig, environ: Mapping[str, str], _out: TextIO
+) -> int:
+    """The daemon. A configuration that cannot work exits 78 before anything is scheduled."""
+    report = check_environment(config.settings, environ)
+    if not report.ok:
+        raise ConfigError(config.path, report.problems)
+    for warning in report.warnings:
+        log.warning("config.warning", path=str(config.path), warning=warning)
+    daemon = Daemon(config, real_environment(environ), Notifier(environ))
+    return daemon.run()
+
+
+def cmd_status(
+    args: argparse.Namespace, config: LoadedConfig, environ: Mapping[str, str], out: TextIO
+) -> int:
+    report = collect_status(config.settings, real_environment(environ))
+    if args.json:
+        out.write(json.dumps(report, indent=2, sort_keys=True) + "\n")
+    else:
+        out.write(render_status(report))
+    return EXIT_OK
+
+
+def cmd_retry(
+    _args: argparse.Namespace, config: LoadedConfig, environ: Mapping[str, str], out: TextIO
+) -> int:
+    """Put every quarantined chunk back in the queue; the next heartbeat tries them again."""
+    env = real_environment(environ)
+    settings = config.settings
+    with (
+        single_writer(state_directory(settings, environ), wait_seconds=LOCK_WAIT_SECONDS),
+        open_state(settings, env) as state,
+    ):
+        count = state.failures.requeue_all(env.clock())
+    log.info("retry.finished", requeued=count)
+    out.write(f"requeued {count} quarantined chunk{'s' * (count != 1)}\n")
+    return EXIT_OK

@@ -1,0 +1,83 @@
+"""What runs around a writing job: pull before it, push and `index.commands` after a commit.
+
+Nothing here can fail the job. A remote that refuses or cannot be reached is logged by
+`memoryd.store.sync` and tried again by the next job; an index command that fails or overruns
+`index.timeout_seconds` is logged (`index.failed`) and killed, and the next command still runs.
+Index commands run in the store folder with no shell and no stdin; they see memoryd's own
+environment, so an operator's tool finds what it found when run by hand.
+"""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+from memoryd.logs import get_logger
+from memoryd.settings import Settings
+from memoryd.store import sync
+from memoryd.store.git import GitStore
+
+log = get_logger(__name__)
+
+# An index tool's output is for the log line, which must stay one readable line.
+_OUTPUT_CHARS = 500
+
+
+def before_writing(settings: Settings, git: GitStore) -> None:
+    """With `git.push`, bring in memory pushed from elsewhere before this job writes."""
+    if settings.git.push:
+        sync.pull(git, settings.git.remote)
+
+
+def after_commit(settings: Settings, git: GitStore, committed: bool) -> None:
+    """Push (with `git.push`, also when an earlier push failed) and run the index commands
+    when the job committed something."""
+    if settings.git.push:
+        sync.push(git, settings.git.remote)
+    if committed and settings.index.commands:
+        run_index_commands(settings.index.commands, git.store_root, settings.index.timeout_seconds)
+
+
+def run_index_commands(commands: Sequence[str], cwd: Path, timeout_seconds: float) -> int:
+    """Run each command in turn; return how many succeeded. Never raises for a command."""
+    succeeded = 0
+    for command in commands:
+        try:
+            argv = shlex.split(command)
+        except ValueError as error:
+            log.error("index.failed", command=command, reason=f"cannot parse: {error}")
+            continue
+        if not argv:
+            continue
+        try:
+            result = subprocess.run(
+                argv,
+                cwd=cwd,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=timeout_seconds,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            log.error("index.failed", command=command, reason=f"timed out after {timeout_seconds}s")
+            continue
+        except OSError as error:
+            log.error("index.failed", command=command, reason=str(error))
+            continue
+        if result.returncode != 0:
+            log.error(
+                "index.failed",
+                command=command,
+                reason=f"exit status {result.returncode}",
+                stderr=_tail(result.stderr),
+            )
+            continue
+        succeeded += 1
+        log.info("index.finished", command=command)
+    return succeeded
+
+
+def _tail(output: bytes) -> str:
+    return output.decode("utf-8", "replace").strip()[-_OUTPUT_CHARS:]

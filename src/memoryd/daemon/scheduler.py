@@ -1,0 +1,393 @@
+"""`memoryd run`: the scheduler in the foreground, for systemd (DESIGN §2, issue 6).
+
+One `BlockingScheduler` with one worker thread for the jobs that write (so they never overlap)
+and a second one for the watchdog ping (so a long heartbeat does not starve it):
+
+- a heartbeat at start and every `schedule.heartbeat_minutes`;
+- the weekly rewrite on `schedule.rewrite_cron` in `schedule.timezone`, and right after the
+  start-up heartbeat when the last successful rewrite is over a week old (or never happened);
+- explicit job defaults: coalesce missed runs into one, one instance per job, and a generous
+  misfire grace time, because a suspended VPS or a long backfill delays runs and a late run is
+  better than a skipped one. Listeners log missed runs (`job.missed`) and errors.
+
+systemd: `READY=1` once the scheduler runs (before the start-up heartbeat), `STATUS=` with the
+last heartbeat's summary, `WATCHDOG=1` from the watchdog job while no job is stuck past its
+deadline (the pings then stop and systemd restarts us), `STOPPING=1` on the way out.
+
+Signals (through `memoryd.daemon.signals`, never in a handler): SIGTERM/SIGINT stop scheduling
+and ask the running job to stop at its next safe point; a job waiting on the LLM is abandoned
+after a short grace (its plan is journalled, so nothing is lost or paid twice) and the process
+exits 0 well within `TimeoutStopSec`. SIGHUP reloads the configuration: validated first; an
+invalid one is logged and the old one kept. The daemon never exits 75.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import logging
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from types import ModuleType
+
+from apscheduler.events import (
+    EVENT_JOB_ERROR,
+    EVENT_JOB_MAX_INSTANCES,
+    EVENT_JOB_MISSED,
+    EVENT_SCHEDULER_STARTED,
+    JobExecutionEvent,
+    SchedulerEvent,
+)
+from apscheduler.executors.pool import ThreadPoolExecutor
+from apscheduler.schedulers import SchedulerNotRunningError
+from apscheduler.schedulers.blocking import BlockingScheduler
+from apscheduler.triggers.cron import CronTrigger
+from apscheduler.triggers.date import DateTrigger
+from apscheduler.triggers.interval import IntervalTrigger
+
+from memoryd.daemon import hooks
+from memoryd.daemon.jobs import Environment, git_store, open_state, run_heartbeat
+from memoryd.daemon.notify import Notifier
+from memoryd.daemon.runner import JobRunner, JobTracker, TrackedExtractor
+from memoryd.daemon.signals import SignalChannel
+from memoryd.errors import ConfigError
+from memoryd.extractors.heartbeat import HeartbeatReport
+from memoryd.logs import get_logger
+from memoryd.settings import (
+    LoadedConfig,
+    ScheduleSettings,
+    Settings,
+    check_environment,
+    load_settings,
+    state_directory,
+)
+
+log = get_logger(__name__)
+
+HEARTBEAT_JOB = "heartbeat"
+STARTUP_HEARTBEAT_JOB = "heartbeat-at-start"
+REWRITE_JOB = "rewrite"
+CATCHUP_REWRITE_JOB = "rewrite-catch-up"
+WATCHDOG_JOB = "watchdog"
+REWRITE_STALE_AFTER = timedelta(days=7)
+# A weekly job that runs a day late is still worth running; a heartbeat later than one interval
+# is superseded by the next one anyway.
+REWRITE_MISFIRE_GRACE_SECONDS = 24 * 3600
+# How long past its last sign of progress a job counts as stuck, on top of the time the LLM
+# client may legitimately spend on one call with all its retries.
+STUCK_MARGIN_SECONDS = 600.0
+
+
+@dataclass(frozen=True)
+class StopPolicy:
+    """How long shutdown waits: an LLM call in flight gets `grace_seconds` to return before it
+    is abandoned; a job at work on files gets up to `deadline_seconds` (keep it below the unit's
+    `TimeoutStopSec`)."""
+
+    grace_seconds: float = 3.0
+    deadline_seconds: float = 60.0
+
+
+@dataclass(frozen=True)
+class DaemonOptions:
+    stop: StopPolicy = field(default_factory=StopPolicy)
+    monotonic: Callable[[], float] = time.monotonic
+    # Leaves the process while a worker thread is still blocked (on an abandoned LLM call);
+    # a normal exit would wait for that thread. Replaceable in tests.
+    hard_exit: Callable[[int], None] = os._exit
+
+
+class Daemon:
+    """The scheduler, its jobs and its control; `run()` blocks until stopped, returns 0."""
+
+    def __init__(
+        self,
+        config: LoadedConfig,
+        env: Environment,
+        notifier: Notifier,
+        options: DaemonOptions | None = None,
+    ) -> None:
+        self.config = config
+        self.env = env
+        self.notifier = notifier
+        self.options = options or DaemonOptions()
+        self.tracker = JobTracker(self.options.monotonic)
+        self.runner = JobRunner(
+            self.tracker, lambda: state_directory(self.settings, self.env.environ)
+        )
+        self._stopping = threading.Event()
+        self._stalled_logged = False
+        self.last_report: HeartbeatReport | None = None
+        self.scheduler = BlockingScheduler(
+            timezone=UTC,
+            executors={"default": ThreadPoolExecutor(1), "watchdog": ThreadPoolExecutor(1)},
+            job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": 3600},
+        )
+        self.scheduler.add_listener(self._on_started, EVENT_SCHEDULER_STARTED)
+        self.scheduler.add_listener(
+            self._on_job_event, EVENT_JOB_ERROR | EVENT_JOB_MISSED | EVENT_JOB_MAX_INSTANCES
+        )
+
+    @property
+    def settings(self) -> Settings:
+        return self.config.settings
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping.is_set()
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def run(self) -> int:
+        """Schedule the jobs and run until SIGTERM/SIGINT; return the exit code (always 0)."""
+        # Our listeners report missed runs and errors as DESIGN events; APScheduler's own
+        # per-run INFO lines would only be noise in the journal.
+        logging.getLogger("apscheduler").setLevel(logging.ERROR)
+        self._schedule()
+        log.info(
+            "daemon.started",
+            pid=os.getpid(),
+            config=str(self.config.path),
+            heartbeat_minutes=self.settings.schedule.heartbeat_minutes,
+            rewrite_cron=self.settings.schedule.rewrite_cron,
+            timezone=self.settings.schedule.timezone,
+            watchdog_seconds=self.notifier.watchdog_seconds,
+        )
+        signals = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+        with SignalChannel(signals, self._on_signal):
+            if not self.stopping:
+                self.scheduler.start()  # blocks until request_stop() shuts it down
+            return self._finish()
+
+    def request_stop(self, reason: str = "requested") -> None:
+        """Stop scheduling; the running job stops at its next safe point. Idempotent."""
+        if self._stopping.is_set():
+            return
+        self._stopping.set()
+        log.info("daemon.stopping", reason=reason, job=self.tracker.snapshot().job)
+        self.notifier.stopping()
+        self._shutdown_scheduler()
+
+    def reload(self) -> bool:
+        """Reload the configuration file; keep the old settings if the new ones are invalid."""
+        path = self.config.path
+        try:
+            loaded = load_settings(path)
+        except ConfigError as error:
+            log.error("config.reload_failed", path=str(path), problems=error.problems)
+            return False
+        report = check_environment(loaded.settings, self.env.environ)
+        if not report.ok:
+            log.error("config.reload_failed", path=str(path), problems=report.problems)
+            return False
+        old = self.settings.schedule
+        self.config = loaded
+        self._reschedule(old, loaded.settings.schedule)
+        log.info("config.reloaded", path=str(path), warnings=report.warnings)
+        return True
+
+    def _finish(self) -> int:
+        stop = self.options.stop
+        idle = self.tracker.wait_until_stoppable(
+            grace_seconds=stop.grace_seconds, deadline_seconds=stop.deadline_seconds
+        )
+        if idle:
+            log.info("daemon.stopped", abandoned_job=None)
+            return 0
+        state = self.tracker.snapshot()
+        log.warning(
+            "daemon.stopped",
+            abandoned_job=state.job,
+            abandoned_run_id=state.run_id,
+            in_llm_call=state.in_llm_call,
+            note="the next heartbeat finishes the work from the journal",
+        )
+        for handler in logging.getLogger().handlers:
+            handler.flush()
+        self.options.hard_exit(0)
+        return 0
+
+    def _shutdown_scheduler(self) -> None:
+        # Not started yet: _on_started shuts it down as soon as it is.
+        with contextlib.suppress(SchedulerNotRunningError):
+            self.scheduler.shutdown(wait=False)
+
+    def _on_signal(self, number: int) -> None:
+        if number == signal.SIGHUP:
+            self.reload()
+        else:
+            self.request_stop(reason=signal.Signals(number).name)
+
+    def _on_started(self, _event: SchedulerEvent) -> None:
+        if self.stopping:
+            self._shutdown_scheduler()
+            return
+        self.notifier.ready("started; first heartbeat running")
+        log.info("daemon.ready", notify=self.notifier.enabled)
+
+    def _on_job_event(self, event: SchedulerEvent) -> None:
+        assert isinstance(event, JobExecutionEvent)  # noqa: S101 - registered for job events only
+        if event.code == EVENT_JOB_ERROR:
+            log.error("job.failed", job=event.job_id, error=repr(event.exception))
+            return
+        reason = (
+            "the previous run was still going"
+            if event.code == EVENT_JOB_MAX_INSTANCES
+            else ("started later than its misfire grace time")
+        )
+        scheduled = event.scheduled_run_time
+        log.warning(
+            "job.missed",
+            job=event.job_id,
+            scheduled=scheduled.isoformat() if isinstance(scheduled, datetime) else None,
+            reason=reason,
+        )
+
+    # -- the schedule -------------------------------------------------------------------------
+
+    def _schedule(self) -> None:
+        schedule = self.settings.schedule
+        self.scheduler.add_job(
+            self.heartbeat_job,
+            DateTrigger(timezone=UTC),  # now
+            id=STARTUP_HEARTBEAT_JOB,
+            misfire_grace_time=None,
+        )
+        self.scheduler.add_job(
+            self.heartbeat_job,
+            _heartbeat_trigger(schedule),
+            id=HEARTBEAT_JOB,
+            misfire_grace_time=schedule.heartbeat_minutes * 60,
+        )
+        self.scheduler.add_job(
+            self.rewrite_job,
+            rewrite_trigger(schedule),
+            id=REWRITE_JOB,
+            misfire_grace_time=REWRITE_MISFIRE_GRACE_SECONDS,
+        )
+        if self.rewrite_overdue():
+            # Queued behind the start-up heartbeat on the one worker, however long that takes.
+            self.scheduler.add_job(
+                self.rewrite_job,
+                DateTrigger(timezone=UTC),
+                id=CATCHUP_REWRITE_JOB,
+                misfire_grace_time=None,
+            )
+        if self.notifier.watchdog_seconds:
+            self.scheduler.add_job(
+                self.watchdog_job,
+                IntervalTrigger(seconds=max(1.0, self.notifier.watchdog_seconds / 2)),
+                id=WATCHDOG_JOB,
+                executor="watchdog",
+                misfire_grace_time=None,
+            )
+
+    def _reschedule(self, old: ScheduleSettings, new: ScheduleSettings) -> None:
+        if new.heartbeat_minutes != old.heartbeat_minutes:
+            self.scheduler.reschedule_job(HEARTBEAT_JOB, trigger=_heartbeat_trigger(new))
+            self.scheduler.modify_job(HEARTBEAT_JOB, misfire_grace_time=new.heartbeat_minutes * 60)
+        if (new.rewrite_cron, new.timezone) != (old.rewrite_cron, old.timezone):
+            self.scheduler.reschedule_job(REWRITE_JOB, trigger=rewrite_trigger(new))
+
+    def rewrite_overdue(self) -> bool:
+        with open_state(self.settings, self.env) as state:
+            last = state.rewrites.last_success()
+        return last is None or self.env.clock() - last > REWRITE_STALE_AFTER
+
+    # -- the jobs -----------------------------------------------------------------------------
+
+    def heartbeat_job(self) -> None:
+        if not self.stopping:
+            self.runner.run("heartbeat", self._heartbeat)
+
+    def rewrite_job(self) -> None:
+        if not self.stopping:
+            self.runner.run("rewrite", self._rewrite)
+
+    def watchdog_job(self) -> None:
+        """Ping systemd's watchdog unless a job is stuck past its deadline."""
+        llm = self.settings.llm
+        deadline = llm.timeout_seconds * llm.max_attempts * 2 + STUCK_MARGIN_SECONDS
+        stuck = self.tracker.stuck_for()
+        if stuck > deadline:
+            if not self._stalled_logged:
+                self._stalled_logged = True
+                log.error(
+                    "watchdog.stalled",
+                    job=self.tracker.snapshot().job,
+                    stuck_seconds=round(stuck),
+                    deadline_seconds=round(deadline),
+                )
+            return
+        self._stalled_logged = False
+        self.notifier.watchdog()
+
+    def _heartbeat(self, run_id: str) -> None:
+        report = run_heartbeat(
+            self.settings,
+            self.env,
+            should_stop=self._stopping.is_set,
+            run_id=run_id,
+            wrap_extractor=lambda extractor: TrackedExtractor(extractor, self.tracker),
+        )
+        self.last_report = report
+        self.notifier.status(status_line(report, self.env.clock()))
+        if self.settings.rewrite.use_batches:
+            self._collect_rewrite_batch()
+
+    def _rewrite(self, _run_id: str) -> None:
+        rewrite = _rewrite_module()
+        if rewrite is None:
+            log.error("job.failed", error="the weekly rewrite is not available in this version")
+            return
+        settings = self.settings
+        git = git_store(settings, self.env.clock)
+        hooks.before_writing(settings, git)
+        report = rewrite.run_rewrite(settings, self.env)
+        hooks.after_commit(settings, git, committed=report.commit is not None)
+
+    def _collect_rewrite_batch(self) -> None:
+        """Apply a weekly rewrite's Message Batch once it has ended (a no-op without one)."""
+        rewrite = _rewrite_module()
+        if rewrite is None or self.stopping:
+            return
+        settings = self.settings
+        git = git_store(settings, self.env.clock)
+        report = rewrite.poll_rewrite_batch(settings, self.env)
+        if report is not None:
+            hooks.after_commit(settings, git, committed=report.commit is not None)
+
+
+def _rewrite_module() -> ModuleType | None:
+    """`memoryd.rewrite.job`, imported when first needed (it pulls in the rewrite machinery);
+    None in a build that does not ship it."""
+    try:
+        return importlib.import_module("memoryd.rewrite.job")
+    except ModuleNotFoundError as error:
+        if error.name in ("memoryd.rewrite", "memoryd.rewrite.job"):
+            return None
+        raise
+
+
+def _heartbeat_trigger(schedule: ScheduleSettings) -> IntervalTrigger:
+    return IntervalTrigger(minutes=schedule.heartbeat_minutes, timezone=UTC)
+
+
+def rewrite_trigger(schedule: ScheduleSettings) -> CronTrigger:
+    return CronTrigger.from_crontab(schedule.rewrite_cron, timezone=schedule.zone)
+
+
+def status_line(report: HeartbeatReport, at: datetime) -> str:
+    """The heartbeat's summary for `systemctl status` (one line)."""
+    c = report.counters
+    commit = report.commit[:12] if report.commit else "none"
+    return (
+        f"last heartbeat {at.astimezone(UTC):%Y-%m-%d %H:%M}Z {report.outcome}: "
+        f"+{c.facts_added} facts, {c.entities_created} entities, {report.chunks_extracted} "
+        f"chunks sent, {report.chunks_failed} failed, ${report.cost_usd:.4f}, commit {commit}"
+    )

@@ -1,0 +1,233 @@
+"""`memoryd status [--json]`: what the daemon did, what it will do, what waits (DESIGN §2).
+
+Reported: the last heartbeat (time, outcome, commit and counters), runs that started and never
+finished, the next runs (computed from the schedule and the last run: `status` does not talk to
+the daemon), each source's lag in bytes not read yet, quarantined chunks, pending entities, spend
+today (UTC day) against `budget.daily_usd`, and the last rewrite.
+
+Status is read-only and never waits: it never takes the single-writer lock (it only reads the pid
+its holder wrote), it opens the state database with a tiny busy timeout (WAL readers are not
+blocked by the daemon's writes), and a missing state database means "nothing ran yet", not an
+error. The report is plain JSON data with a stable key order, so `--json` output is
+deterministic for a given state and clock.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from memoryd.daemon.jobs import Environment, build_sources
+from memoryd.daemon.lock import LOCK_NAME, read_holder
+from memoryd.daemon.scheduler import REWRITE_STALE_AFTER, rewrite_trigger
+from memoryd.settings import Settings, state_directory
+from memoryd.sources.cursor import FileCursor
+from memoryd.state.facade import DATABASE_FILE_NAME, State
+from memoryd.state.runs import RunRecord
+
+# Enough to ride out a WAL checkpoint; far below anything a person would call waiting.
+STATUS_BUSY_TIMEOUT_MS = 200
+_ERROR_CHARS = 300
+
+
+def collect_status(settings: Settings, env: Environment) -> dict[str, Any]:
+    """Gather the status report as JSON-ready data (see the module docstring)."""
+    now = env.clock().astimezone(UTC)
+    directory = state_directory(settings, env.environ)
+    database = directory / DATABASE_FILE_NAME
+    report: dict[str, Any] = {
+        "now": _iso(now),
+        "store": str(settings.store.path),
+        "state": str(directory),
+        "lock_holder_pid": _live_holder(directory / LOCK_NAME),
+    }
+    if not database.exists():
+        report.update(_empty_state(settings, now))
+        report["sources"] = _sources(settings, {})
+        return report
+    with State.open(database, busy_timeout_ms=STATUS_BUSY_TIMEOUT_MS) as state:
+        cursors = {
+            (record.agent, record.source_key, record.file_path): record.cursor_json
+            for record in state.cursors.all()
+        }
+        last = state.runs.last("heartbeat")
+        report["last_heartbeat"] = None if last is None else _run(last)
+        report["unfinished_runs"] = [_run(run) for run in state.runs.unfinished()]
+        report["next_runs"] = _next_runs(settings, now, last, state.rewrites.last_success())
+        report["quarantined"] = [
+            {
+                "chunk_key": record.chunk_key,
+                "failures": record.failures,
+                "quarantined_at": _iso(record.quarantined_at),
+                "last_error": record.last_error[:_ERROR_CHARS],
+            }
+            for record in state.failures.quarantined()
+        ]
+        report["failing_chunks"] = len(state.failures.failing())
+        report["pending_entities"] = [
+            {
+                "kind": entity.kind,
+                "name": entity.entity_name,
+                "facts": entity.facts,
+                "since": entity.first_date.isoformat(),
+            }
+            for entity in state.pending.entities()
+        ]
+        day_start = now.replace(hour=0, minute=0, second=0, microsecond=0)
+        totals = state.usage.totals_between(day_start, day_start + timedelta(days=1))
+        report["spend_today"] = {
+            "day": day_start.date().isoformat(),
+            "usd": round(totals.cost_usd, 6),
+            "calls": totals.calls,
+            "budget_usd": settings.budget.daily_usd,
+            "exhausted": settings.budget.daily_usd > 0
+            and totals.cost_usd >= settings.budget.daily_usd,
+        }
+        last_rewrite = state.rewrites.last_success()
+        rewrite_run = state.runs.last("rewrite")
+        report["last_rewrite"] = {
+            "succeeded_at": _iso(last_rewrite),
+            "last_run": None if rewrite_run is None else _run(rewrite_run),
+        }
+    report["sources"] = _sources(settings, cursors)
+    return report
+
+
+def _empty_state(settings: Settings, now: datetime) -> dict[str, Any]:
+    return {
+        "last_heartbeat": None,
+        "unfinished_runs": [],
+        "next_runs": _next_runs(settings, now, None, None),
+        "quarantined": [],
+        "failing_chunks": 0,
+        "pending_entities": [],
+        "spend_today": {
+            "day": now.date().isoformat(),
+            "usd": 0.0,
+            "calls": 0,
+            "budget_usd": settings.budget.daily_usd,
+            "exhausted": False,
+        },
+        "last_rewrite": {"succeeded_at": None, "last_run": None},
+    }
+
+
+def _run(run: RunRecord) -> dict[str, Any]:
+    return {
+        "run_id": run.run_id,
+        "job": run.job,
+        "started_at": _iso(run.started_at),
+        "finished_at": _iso(run.finished_at),
+        "outcome": run.outcome,
+        "commit": run.commit_sha,
+        "counters": {key: run.counters[key] for key in sorted(run.counters)},
+    }
+
+
+def _next_runs(
+    settings: Settings, now: datetime, last: RunRecord | None, last_rewrite: datetime | None
+) -> dict[str, Any]:
+    schedule = settings.schedule
+    if last is None:
+        heartbeat = None  # the daemon runs one as soon as it starts
+    else:
+        heartbeat = last.started_at + timedelta(minutes=schedule.heartbeat_minutes)
+    rewrite = rewrite_trigger(schedule).get_next_fire_time(None, now.astimezone(schedule.zone))
+    return {
+        "heartbeat": _iso(heartbeat),
+        "heartbeat_overdue": heartbeat is not None and heartbeat < now,
+        "rewrite": _iso(rewrite),
+        # The daemon also rewrites right after it starts when the last success is this old.
+        "rewrite_catch_up_at_start": last_rewrite is None
+        or now - last_rewrite > REWRITE_STALE_AFTER,
+    }
+
+
+def _sources(settings: Settings, cursors: dict[tuple[str, str, str], str]) -> list[dict[str, Any]]:
+    result = []
+    for source in build_sources(settings):
+        mine = {
+            path: FileCursor.from_json(text)
+            for (agent, key, path), text in cursors.items()
+            if agent == source.agent and key == source.key
+        }
+        lags = source.reader.lag(mine)
+        result.append(
+            {
+                "agent": source.agent,
+                "source": source.key,
+                "files": len(lags),
+                "lag_bytes": sum(lags.values()),
+                "lagging_files": {path: lag for path, lag in sorted(lags.items()) if lag},
+            }
+        )
+    return result
+
+
+def _live_holder(lock: Path) -> int | None:
+    """The pid in the lock file if that process is alive (the file is read, never locked)."""
+    pid = read_holder(lock)
+    if pid is None:
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    except PermissionError:
+        return pid  # alive, but another user's
+    return pid
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return None if moment is None else moment.astimezone(UTC).isoformat()
+
+
+def render_status(report: dict[str, Any]) -> str:
+    """The report for people, one fact per line."""
+    lines = [f"memoryd status at {report['now']}", f"store: {report['store']}"]
+    if report["lock_holder_pid"]:
+        lines.append(f"running now: pid {report['lock_holder_pid']} holds the lock")
+    last = report["last_heartbeat"]
+    if last is None:
+        lines.append("last heartbeat: none yet")
+    else:
+        counters = last["counters"]
+        lines.append(
+            f"last heartbeat: {last['started_at']} {last['outcome']}, commit "
+            f"{(last['commit'] or 'none')[:12]}, +{counters.get('facts_added', 0)} facts, "
+            f"${counters.get('cost_usd', 0)}"
+        )
+    for run in report["unfinished_runs"]:
+        lines.append(f"unfinished: {run['job']} {run['run_id']} since {run['started_at']}")
+    nxt = report["next_runs"]
+    heartbeat = nxt["heartbeat"] or "when the daemon starts"
+    lines.append(f"next heartbeat: {heartbeat}{' (overdue)' if nxt['heartbeat_overdue'] else ''}")
+    rewrite = nxt["rewrite"]
+    if nxt["rewrite_catch_up_at_start"]:
+        rewrite += " (also right after the daemon starts: the last one is over a week old)"
+    lines.append(f"next rewrite: {rewrite}")
+    for source in report["sources"]:
+        lines.append(
+            f"source {source['agent']} {source['source']}: {source['files']} files, "
+            f"{source['lag_bytes']} bytes not read yet"
+        )
+    spend = report["spend_today"]
+    budget = f"${spend['budget_usd']:.2f}" if spend["budget_usd"] else "no ceiling"
+    lines.append(
+        f"spend today ({spend['day']} UTC): ${spend['usd']:.4f} of {budget}, "
+        f"{spend['calls']} calls{' - budget exhausted' if spend['exhausted'] else ''}"
+    )
+    lines.append(
+        f"quarantined chunks: {len(report['quarantined'])} "
+        f"(run `memoryd retry` to requeue); failing: {report['failing_chunks']}"
+    )
+    for item in report["quarantined"]:
+        lines.append(f"  {item['chunk_key']}: {item['last_error']}")
+    lines.append(f"pending entities: {len(report['pending_entities'])}")
+    for entity in report["pending_entities"]:
+        lines.append(f"  {entity['kind']} {entity['name']}: {entity['facts']} facts")
+    rewrite_info = report["last_rewrite"]
+    lines.append(f"last rewrite: {rewrite_info['succeeded_at'] or 'never'}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,395 @@
+"""`memoryd run` as systemd runs it: a real subprocess, a notify socket, signals, the fake API.
+
+The daemon talks to the fake Anthropic server (in this process, on a local port) through the real
+SDK. Synchronization waits on observable things with deadlines: log lines on the daemon's stderr,
+datagrams on the notify socket, requests recorded by the fake server, the process's exit.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.fakes.fake_anthropic import FakeAnthropicServer, RecordedRequest, ToolUse
+
+from memoryd.errors import EXIT_TEMPFAIL
+from memoryd.state.facade import DATABASE_FILE_NAME, State
+from memoryd.store.layout import init_store
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+API_KEY = "sk-ant-test-daemon-0000000000"
+DESIGN_EVENTS = {
+    "heartbeat.started",
+    "heartbeat.finished",
+    "heartbeat.skipped",
+    "source.skipped",
+    "chunk.quarantined",
+    "llm.retry",
+    "llm.failed",
+    "budget.exhausted",
+    "rewrite.finished",
+    "job.failed",
+}
+_REMEMBER = re.compile(r"^remember: (\w+) ([^:]+): (.+)$", re.MULTILINE)
+
+
+def remember_model(request: RecordedRequest) -> ToolUse:
+    """Files each `remember:` line of the transcript as a significant fact."""
+    content = request.body["messages"][0]["content"]
+    text = content if isinstance(content, str) else "".join(b.get("text", "") for b in content)
+    facts = []
+    entities = []
+    for kind, name, fact in _REMEMBER.findall(text):
+        facts.append({"entity": {"name": name, "kind": kind}, "fact": fact, "category": "status"})
+        entities.append({"name": name, "kind": kind, "significant": True})
+    return ToolUse({"facts": facts, "entities": entities})
+
+
+class Site:
+    """A store, a state folder, transcripts and a configuration file for one daemon."""
+
+    def __init__(self, root: Path, base_url: str) -> None:
+        self.root = root
+        self.base_url = base_url
+        self.store = root / "store"
+        self.logs = root / "logs"
+        self.state = root / "state"
+        self.config = root / "memoryd.toml"
+        self.logs.mkdir(parents=True)
+        init_store(self.store, "MEMORY.md", "agents", "memoryd", "memoryd@localhost")
+        # A recent rewrite, so the daemon does not start one after its first heartbeat.
+        with State.open(self._database()) as state:
+            state.rewrites.set_last_success(datetime.now(UTC))
+        self.write_config()
+
+    def _database(self) -> Path:
+        self.state.mkdir(parents=True, exist_ok=True)
+        return self.state / DATABASE_FILE_NAME
+
+    def write_config(self, heartbeat_minutes: int = 30, extra: str = "") -> None:
+        self.config.write_text(
+            f"""
+[store]
+path = "{self.store}"
+[state]
+path = "{self.state}"
+[llm]
+provider = "anthropic"
+base_url = "{self.base_url}"
+max_attempts = 1
+timeout_seconds = 60
+[budget]
+daily_usd = 0
+[backfill]
+since = "all"
+[schedule]
+heartbeat_minutes = {heartbeat_minutes}
+{extra}
+[[agents]]
+name = "ops"
+  [[agents.sources]]
+  format = "jsonl"
+  path = "{self.logs}"
+""",
+            encoding="utf-8",
+        )
+
+    def say(self, name: str, text: str, when: str = "2026-03-01T09:00:00Z") -> None:
+        with (self.logs / name).open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps({"role": "user", "content": text, "timestamp": when}) + "\n")
+
+    def git(self, *args: str) -> str:
+        return subprocess.run(
+            ["git", "-C", str(self.store), *args], check=True, capture_output=True, text=True
+        ).stdout
+
+    def environment(self, **extra: str) -> dict[str, str]:
+        keep = ("PATH", "HOME", "LANG", "TMPDIR")
+        env = {key: os.environ[key] for key in keep if key in os.environ}
+        return {**env, "ANTHROPIC_API_KEY": API_KEY, "PYTHONPATH": str(REPO_ROOT), **extra}
+
+    def command(self, *args: str) -> list[str]:
+        return [sys.executable, "-m", "memoryd", "--config", str(self.config), *args]
+
+
+class Daemon:
+    """A running `memoryd run`; its stderr lines are collected as they come."""
+
+    def __init__(self, site: Site, **environment: str) -> None:
+        self.process = subprocess.Popen(
+            site.command("--log-format", "json", "run"),
+            env=site.environment(**environment),
+            cwd=site.root,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.lines: list[str] = []
+        self._changed = threading.Condition()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def _read(self) -> None:
+        assert self.process.stderr is not None
+        for line in self.process.stderr:
+            with self._changed:
+                self.lines.append(line.rstrip("\n"))
+                self._changed.notify_all()
+        with self._changed:
+            self._changed.notify_all()
+
+    def events(self) -> list[dict[str, Any]]:
+        with self._changed:
+            return [json.loads(line) for line in self.lines]
+
+    def wait_for(
+        self, event: str, *, count: int = 1, timeout: float = 30, **fields: Any
+    ) -> dict[str, Any]:
+        """The `count`-th log line with this event (and fields); fail after `timeout` s."""
+        deadline = time.monotonic() + timeout
+
+        def found() -> list[dict[str, Any]]:
+            matches = []
+            for line in self.lines:
+                record = json.loads(line)
+                if record.get("event") == event and all(
+                    record.get(k) == v for k, v in fields.items()
+                ):
+                    matches.append(record)
+            return matches
+
+        with self._changed:
+            while len(found()) < count:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or (self.process.poll() is not None and not self._reader_alive()):
+                    raise AssertionError(f"no {event} {fields} in:\n" + "\n".join(self.lines))
+                self._changed.wait(min(remaining, 0.5))
+            return found()[count - 1]
+
+    def _reader_alive(self) -> bool:
+        return self._reader.is_alive()
+
+    def stop(self, timeout: float = 15) -> tuple[int, float]:
+        """SIGTERM; return the exit code and how long the exit took."""
+        started = time.monotonic()
+        self.process.send_signal(signal.SIGTERM)
+        code = self.process.wait(timeout)
+        elapsed = time.monotonic() - started
+        self._reader.join(5)
+        return code, elapsed
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(10)
+        self._reader.join(5)
+        if self.process.stderr is not None:
+            self.process.stderr.close()
+
+
+class NotifySocket:
+    """What systemd listens on: a datagram socket named by $NOTIFY_SOCKET."""
+
+    def __init__(self) -> None:
+        # AF_UNIX paths are limited to ~108 bytes: pytest's tmp_path may be longer.
+        self.directory = tempfile.mkdtemp(prefix="mdn-", dir="/tmp")
+        self.path = os.path.join(self.directory, "notify")
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.bind(self.path)
+        self.received: list[str] = []
+
+    def wait_for(self, predicate: Callable[[str], bool], timeout: float = 30) -> str:
+        deadline = time.monotonic() + timeout
+        for message in self.received:
+            if predicate(message):
+                return message
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise AssertionError(f"no such notification in {self.received}")
+            self.sock.settimeout(remaining)
+            message = self.sock.recv(4096).decode("utf-8")
+            self.received.append(message)
+            if predicate(message):
+                return message
+
+    def close(self) -> None:
+        self.sock.close()
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
+@pytest.fixture
+def server() -> Iterator[FakeAnthropicServer]:
+    with FakeAnthropicServer(handler=remember_model, api_key=API_KEY) as fake:
+        yield fake
+
+
+@pytest.fixture
+def site(tmp_path: Path, server: FakeAnthropicServer) -> Site:
+    return Site(tmp_path, server.base_url)
+
+
+@pytest.fixture
+def notify() -> Iterator[NotifySocket]:
+    sock = NotifySocket()
+    yield sock
+    sock.close()
+
+
+@pytest.fixture
+def daemons() -> Iterator[list[Daemon]]:
+    started: list[Daemon] = []
+    yield started
+    for daemon in started:
+        daemon.kill()
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached in time")
+        threading.Event().wait(0.05)  # polling an observable with a deadline, not a fixed sleep
+
+
+def assert_json_log(daemon: Daemon) -> None:
+    for line in daemon.lines:
+        record = json.loads(line)  # every line is one JSON object
+        assert {"event", "level", "timestamp"} <= set(record), line
+        assert record["timestamp"].endswith("Z") or record["timestamp"].endswith("+00:00")
+
+
+def test_ready_first_then_the_startup_heartbeat_commits_then_sigterm_exits_0(
+    site: Site, notify: NotifySocket, daemons: list[Daemon]
+) -> None:
+    site.say("a.jsonl", "remember: person Jane Doe: Joined Acme as CTO")
+    daemon = Daemon(site, NOTIFY_SOCKET=notify.path, WATCHDOG_USEC="2000000")
+    daemons.append(daemon)
+
+    assert notify.wait_for(lambda m: "READY=1" in m).startswith("READY=1")
+    finished = daemon.wait_for("heartbeat.finished")
+    assert finished["outcome"] == "ok"
+    assert finished["facts_added"] == 1
+    assert finished["job"] == "heartbeat"
+    assert finished["run_id"] == daemon.wait_for("heartbeat.started")["run_id"]
+    assert site.git("log", "-1", "--format=%H").strip() == finished["commit"]
+    assert (
+        "Joined Acme as CTO" in (site.store / "life/areas/people/jane-doe/items.json").read_text()
+    )
+
+    status = notify.wait_for(lambda m: m.startswith("STATUS=last heartbeat"))
+    assert "+1 facts" in status
+    assert finished["commit"][:12] in status
+    notify.wait_for(lambda m: m == "WATCHDOG=1")
+
+    code, elapsed = daemon.stop()
+    assert code == 0
+    assert elapsed < 10
+    notify.wait_for(lambda m: m == "STOPPING=1", timeout=1)
+    events = [e["event"] for e in daemon.events()]
+    assert events.index("daemon.ready") < events.index("heartbeat.started")
+    assert events[-1] == "daemon.stopped"
+    assert_json_log(daemon)
+    assert DESIGN_EVENTS & set(events) == {"heartbeat.started", "heartbeat.finished"}
+
+
+def test_sigterm_during_a_slow_llm_call_exits_0_at_once_and_the_next_start_finishes(
+    site: Site, server: FakeAnthropicServer, daemons: list[Daemon]
+) -> None:
+    site.say("a.jsonl", "remember: person Jane Doe: Joined Acme as CTO")
+    server.enqueue(ToolUse({"facts": []}, delay_seconds=60))
+    head = site.git("rev-parse", "HEAD").strip()
+    daemon = Daemon(site)
+    daemons.append(daemon)
+    wait_until(lambda: len(server.message_requests) == 1)
+
+    code, elapsed = daemon.stop()
+    assert code == 0
+    assert elapsed < 10  # not the 60 s the call would take, nor the client's timeout
+    stopped = daemon.events()[-1]
+    assert stopped["event"] == "daemon.stopped"
+    assert stopped["abandoned_job"] == "heartbeat"
+    assert stopped["in_llm_call"] is True
+    # Nothing half-written: no new commit, a clean work tree, no temporary files.
+    assert site.git("rev-parse", "HEAD").strip() == head
+    assert site.git("status", "--porcelain", "--untracked-files=all") == ""
+    assert not [p for p in site.store.rglob("*.tmp")]
+    assert_json_log(daemon)
+
+    again = Daemon(site)
+    daemons.append(again)
+    finished = again.wait_for("heartbeat.finished")
+    assert finished["outcome"] == "ok"
+    assert finished["facts_added"] == 1
+    assert len(server.message_requests) == 2
+    assert again.stop()[0] == 0
+
+
+def test_sighup_reloads_a_valid_configuration_and_keeps_the_old_one_otherwise(
+    site: Site, daemons: list[Daemon]
+) -> None:
+    daemon = Daemon(site)
+    daemons.append(daemon)
+    daemon.wait_for("heartbeat.finished")
+
+    site.write_config(heartbeat_minutes=45)
+    daemon.process.send_signal(signal.SIGHUP)
+    assert daemon.wait_for("config.reloaded")["path"] == str(site.config)
+
+    site.config.write_text("[store\nthis is not TOML", encoding="utf-8")
+    daemon.process.send_signal(signal.SIGHUP)
+    failed = daemon.wait_for("config.reload_failed")
+    assert "not valid TOML" in failed["problems"][0]
+
+    site.write_config(extra='[git]\nunknown_key = "x"')
+    daemon.process.send_signal(signal.SIGHUP)
+    failed = daemon.wait_for("config.reload_failed", count=2)
+    assert failed["problems"] == ["At 'git.unknown_key': unknown key"]
+
+    assert daemon.process.poll() is None  # still running on the old configuration
+    code, _elapsed = daemon.stop()
+    assert code == 0
+    assert_json_log(daemon)
+
+
+def test_a_one_shot_heartbeat_during_a_daemon_job_exits_75_naming_the_daemon(
+    site: Site, server: FakeAnthropicServer, daemons: list[Daemon]
+) -> None:
+    site.say("a.jsonl", "remember: person Jane Doe: Joined Acme as CTO")
+    server.enqueue(ToolUse({"facts": []}, delay_seconds=60))
+    daemon = Daemon(site)
+    daemons.append(daemon)
+    wait_until(lambda: len(server.message_requests) == 1)
+
+    one_shot = subprocess.run(
+        site.command("--log-format", "json", "heartbeat"),
+        env=site.environment(),
+        cwd=site.root,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert one_shot.returncode == EXIT_TEMPFAIL
+    assert f"held by pid {daemon.pid}" in one_shot.stderr
+    assert len(server.message_requests) == 1  # the one-shot asked the model nothing
+    assert daemon.stop()[0] == 0
