@@ -442,6 +442,16 @@ TRICKY = st.sampled_from(
         "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
         "0123456789",
         "--password ",
+        "DB_PASSWORD=",
+        "Password: ",
+        'api_key="',
+        '\\"',
+        "x-oauth-basic",
+        "Authorization: Basic ",
+        "-----BEGIN RSA PRIVATE KEY-----\n",
+        "MIIEowIBAAKCAQEA7",
+        "İ",
+        "https://",
     ]
 )
 TRICKY_TEXT = st.lists(st.one_of(TRICKY, st.text(max_size=8)), max_size=30).map("".join)
