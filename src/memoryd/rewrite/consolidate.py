@@ -162,10 +162,13 @@ def find_targets(tx: FileTransaction, skills_dir: str, tacit_file: str) -> list[
     targets: list[Target] = []
     for agent in tx.list_dir(skills_dir):
         folder = f"{skills_dir}/{agent}"
-        index_text = tx.read_text(f"{folder}/{INDEX_FILE}") if tx.exists(folder) else None
+        # Listing first: a file here (the README) is no agent folder and lists as empty.
+        names = tx.list_dir(folder)
+        index_text = tx.read_text(f"{folder}/{INDEX_FILE}") if INDEX_FILE in names else None
         if _line_count(index_text) > MAX_LINES:
             targets.append(_skills_target(tx, folder, index_text or ""))
-        for name in tx.list_dir(f"{folder}/{ROUTINES_DIR}"):
+        routines = tx.list_dir(f"{folder}/{ROUTINES_DIR}") if ROUTINES_DIR in names else []
+        for name in routines:
             path = f"{folder}/{ROUTINES_DIR}/{name}"
             if name.endswith("-skills.md"):
                 text = tx.read_text(path)

@@ -1,0 +1,257 @@
+"""The weekly rewrite end to end: a real store and state, the real SDK over HTTP to the fake API.
+
+"Today" is fixed (the workspace clock, 2026-03-10). Facts are filed through the store modules
+with chosen ages and access counts, so each test knows exactly which facts are hot, warm, cold.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+from pathlib import Path
+from typing import Any
+
+import pytest
+from structlog.testing import capture_logs
+from tests.fakes.fake_anthropic import FakeAnthropicServer, RecordedRequest, ToolUse
+from tests.integration.harness import TEST_KEY, Workspace
+from tests.unit.rewrite.support import Planted, plant
+
+from memoryd.daemon.jobs import open_state
+from memoryd.errors import EXIT_OK
+from memoryd.llm.anthropic_client import AnthropicClient
+from memoryd.rewrite.job import build_rewrite, explain
+from memoryd.rewrite.report import RewriteReport
+from memoryd.settings import Settings
+
+JANE = "life/areas/people/jane-doe/summary.md"
+ACME = "life/areas/companies/acme/summary.md"
+_FACT_LINE = re.compile(r"^\[([a-z0-9-]+-\d{3,})\] (.*) \([a-z]+, since [0-9-]+\)$", re.MULTILINE)
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Workspace:
+    workspace = Workspace(tmp_path)
+    workspace.init()
+    plant(
+        workspace.store,
+        [
+            Planted("Jane Doe", "Joined Acme as CTO", age=1),
+            Planted("Jane Doe", "Lives in Lisbon", age=15),
+            Planted("Jane Doe", "COLD-JANE moved to Mars", age=100),
+            Planted("Acme", "COLD-ACME closed its Paris office", age=200, kind="company"),
+        ],
+        today=workspace.now.date(),
+    )
+    return workspace
+
+
+def summarizer(request: RecordedRequest) -> ToolUse:
+    """A fake model that summarizes by restating each given fact, citing its id."""
+    text = request.body["messages"][0]["content"]
+    lines = [f"- {fact} [{fact_id}]" for fact_id, fact in _FACT_LINE.findall(text)]
+    return ToolUse({"summary": "\n".join(lines)})
+
+
+def run(
+    ws: Workspace, settings: Settings, base_url: str | None, *, poll_only: bool = False
+) -> RewriteReport:
+    env = ws.environment()
+    with open_state(settings, env) as state:
+        if base_url is None:
+            return build_rewrite(settings, env, state, None).run(poll_only=poll_only)
+        with AnthropicClient(
+            api_key=TEST_KEY,
+            base_url=base_url,
+            timeout_seconds=5,
+            max_attempts=2,
+            sleep=ws.waits.append,
+        ) as client:
+            return build_rewrite(settings, env, state, client).run(poll_only=poll_only)
+
+
+def sent(server: FakeAnthropicServer) -> str:
+    return json.dumps([request.body for request in server.requests])
+
+
+def test_cold_facts_are_never_sent_nor_summarized_and_a_rerun_does_nothing(
+    ws: Workspace,
+) -> None:
+    settings = ws.settings()
+    with FakeAnthropicServer(handler=summarizer) as server, capture_logs() as logs:
+        report = run(ws, settings, server.base_url)
+        first_requests = len(server.requests)
+        again = run(ws, settings, server.base_url)
+        assert len(server.requests) == first_requests  # idempotent: no call at all
+    assert report.exit_code == EXIT_OK and report.outcome == "ok"
+    assert (report.summaries, report.archived, report.llm_calls) == (1, 1, 1)
+    assert first_requests == 1  # only Jane has hot or warm facts
+    assert "COLD-" not in sent(server)
+    request_text = server.message_requests[0].body["messages"][0]["content"]
+    assert request_text.index("Joined Acme as CTO") < request_text.index("Lives in Lisbon")
+    jane = ws.read(JANE)
+    assert jane == (
+        "# Jane Doe\n\n- Joined Acme as CTO [jane-doe-001]\n- Lives in Lisbon [jane-doe-002]\n"
+    )
+    assert "COLD-" not in jane and "COLD-" not in ws.read(ACME)
+    assert ws.read(ACME).startswith("# Acme\n\nNothing about Acme has been used recently")
+    assert "Joined Acme as CTO" in ws.read("life/index.md")
+    message = ws.git("log", "-1", "--format=%B")
+    assert message.startswith("rewrite: 1 summary, 1 archived\n")
+    assert f"Memoryd-Run: {report.run_id}" in message
+    assert "summary-system@1" in message
+    finished = [entry for entry in logs if entry["event"] == "rewrite.finished"]
+    assert finished[0]["summaries"] == 1 and finished[0]["template_reason"] is None
+    assert again.outcome == "nothing-to-do" and again.commit is None
+
+
+def closed_port_url() -> str:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return f"http://127.0.0.1:{port}"
+
+
+def test_an_unreachable_llm_gives_the_template_and_the_run_says_so(ws: Workspace) -> None:
+    settings = ws.settings()
+    with capture_logs() as logs:
+        report = run(ws, settings, closed_port_url())
+    assert report.exit_code == EXIT_OK  # the work was done, by the template
+    assert report.template_reason == "llm unreachable" and report.templated == 1
+    assert ws.read(JANE) == (
+        "# Jane Doe\n\n## Recent\n\n- Joined Acme as CTO [jane-doe-001]\n\n"
+        "## Background\n\n- Lives in Lisbon [jane-doe-002]\n"
+    )
+    assert ws.commits()[0] == "rewrite: 1 summary, 1 archived (template: llm unreachable)"
+    finished = next(entry for entry in logs if entry["event"] == "rewrite.finished")
+    assert finished["template_reason"] == "llm unreachable"
+    # Once the LLM is back, the templated summary is written by it.
+    with FakeAnthropicServer(handler=summarizer) as server:
+        later = run(ws, settings, server.base_url)
+        assert len(server.message_requests) == 1
+    assert later.summaries == 1 and later.template_reason is None
+    assert "## Recent" not in ws.read(JANE)
+
+
+def test_the_markers_provider_renders_the_template_without_any_client(ws: Workspace) -> None:
+    settings = ws.settings("markers")
+    report = run(ws, settings, None)
+    assert report.template_reason == "markers provider"
+    assert "[jane-doe-001]" in ws.read(JANE)
+    again = run(ws, settings, None)
+    assert again.commit is None and again.outcome == "nothing-to-do"
+
+
+@pytest.mark.parametrize(
+    "bad_summary",
+    [
+        "- Joined Acme as CTO [jane-doe-001]\n- Moved to Mars [jane-doe-003]",  # a cold id
+        "- Joined Acme as CTO [jane-doe-001]\n- Also likes cats [jane-doe-042]",  # unknown id
+        "- Joined Acme as CTO [jane-doe-001]\nShe is lovely.",  # an uncited line
+    ],
+)
+def test_an_invalid_summary_is_refused_and_the_previous_one_stays(
+    ws: Workspace, bad_summary: str
+) -> None:
+    settings = ws.settings()
+    before = ws.read(JANE)
+    with FakeAnthropicServer(default=ToolUse({"summary": bad_summary})) as server:
+        report = run(ws, settings, server.base_url)
+        assert len(server.message_requests) == 2  # one corrective retry, then refused
+        # Not recorded as rewritten: the next run asks again.
+        run(ws, settings, server.base_url)
+        assert len(server.message_requests) == 4
+    assert report.refused == 1 and report.summaries == 0
+    assert ws.read(JANE) == before
+    assert "Mars" not in ws.read(JANE) and "cats" not in ws.read(JANE)
+
+
+def test_batches_submit_then_apply_on_a_later_run_surviving_a_restart(ws: Workspace) -> None:
+    settings = ws.settings(rewrite={"use_batches": True})
+    before = ws.read(JANE)
+    with FakeAnthropicServer(handler=summarizer, batch_polls_before_end=1) as server:
+        submitted = run(ws, settings, server.base_url)
+        batch_posts = [r for r in server.requests if r.path == "/v1/messages/batches"]
+        assert len(batch_posts) == 1 and not server.message_requests
+        custom_ids = [item["custom_id"] for item in batch_posts[0].body["requests"]]
+        assert all(re.fullmatch(r"[A-Za-z0-9_-]{1,64}", cid) for cid in custom_ids)
+        assert submitted.batch_submitted and submitted.exit_code == EXIT_OK
+        assert ws.read(JANE) == before  # nothing applied before the batch ends
+        # A restart: fresh state handle and client. The batch is polled, not paid again.
+        pending = run(ws, settings, server.base_url)
+        assert pending.outcome == "batch-pending" and pending.commit is None
+        applied = run(ws, settings, server.base_url)
+        assert applied.batch_applied == submitted.batch_submitted
+        assert ws.read(JANE).startswith("# Jane Doe\n\n- Joined Acme as CTO [jane-doe-001]")
+        assert ws.commits()[0].startswith("rewrite: 1 summary")
+        quiet = run(ws, settings, server.base_url)
+        batch_posts = [r for r in server.requests if r.path == "/v1/messages/batches"]
+        assert len(batch_posts) == 1 and not server.message_requests
+    assert quiet.outcome == "nothing-to-do" and quiet.commit is None
+    with open_state(settings, ws.environment()) as state:
+        assert state.rewrites.pending_batch() is None
+        row = state.db.query_one("SELECT batch, job FROM usage")
+        assert row is not None and (row["batch"], row["job"]) == (1, "rewrite")
+
+
+def test_a_batch_answer_for_changed_facts_is_stale_and_not_applied(ws: Workspace) -> None:
+    settings = ws.settings(rewrite={"use_batches": True})
+    with FakeAnthropicServer(handler=summarizer) as server:
+        run(ws, settings, server.base_url)
+        plant(ws.store, [Planted("Jane Doe", "Became CEO", age=0)], today=ws.now.date())
+        applied = run(ws, settings, server.base_url)
+    assert applied.stale == 1 and applied.summaries == 0
+    assert "Became CEO" not in ws.read(JANE)
+
+
+def consolidator(drop_last: bool) -> Any:
+    def answer(request: RecordedRequest) -> ToolUse:
+        if request.body["tools"][0]["name"] == "write_summary":
+            return summarizer(request)
+        numbers = re.findall(r"^(t\d+) ", request.body["messages"][0]["content"], re.MULTILINE)
+        kept = numbers[:-1] if drop_last else numbers
+        tips = [{"text": "Run every tool with sudo -n", "from": kept}]
+        return ToolUse({"topics": [{"topic": "sudo", "tips": tips}]})
+
+    return answer
+
+
+@pytest.mark.parametrize("drop_last", [False, True])
+def test_skills_past_the_bound_are_consolidated_or_refused(ws: Workspace, drop_last: bool) -> None:
+    folder = ws.store / "agents" / "ops"
+    folder.mkdir(parents=True)
+    index = ["# Skills of ops", "", "One line per topic.", ""]
+    for number in range(55):
+        (folder / f"tool{number}.md").write_text(f"# tool{number}\n\n- tool{number} needs sudo\n")
+        index.append(f"- [tool{number}](tool{number}.md): tool{number} needs sudo")
+    (folder / "skills-index.md").write_text("\n".join(index) + "\n")
+    settings = ws.settings()
+    with FakeAnthropicServer(handler=consolidator(drop_last)) as server, capture_logs() as logs:
+        report = run(ws, settings, server.base_url)
+        calls = len(server.message_requests)
+        again = run(ws, settings, server.base_url)
+        assert len(server.message_requests) == calls  # neither kind of answer is asked again
+    assert again.commit is None
+    if drop_last:
+        assert report.consolidations_refused == 1 and not report.consolidated_agents
+        assert any(entry["event"] == "rewrite.consolidation_refused" for entry in logs)
+        assert "tool54 needs sudo" in (folder / "tool54.md").read_text()
+        assert len((folder / "skills-index.md").read_text().splitlines()) == 59
+    else:
+        assert report.consolidated_agents == ["ops"]
+        assert (folder / "sudo.md").read_text() == "# sudo\n\n- Run every tool with sudo -n\n"
+        assert ws.commits()[0] == "rewrite: 1 summary, 1 archived, skills consolidated for 1 agent"
+
+
+def test_explain_tells_the_tier_and_the_summary_status(ws: Workspace) -> None:
+    settings = ws.settings("markers")
+    run(ws, settings, None)
+    env = ws.environment()
+    cold = explain(settings, env, "jane-doe-003")
+    assert "COLD" in cold and "100 days" in cold and "not in the summary" in cold
+    hot = explain(settings, env, "jane-doe-001")
+    assert "HOT" in hot and "cited in the summary" in hot
+    whole = explain(settings, env, "people/jane-doe")
+    assert whole.index("jane-doe-001: HOT") < whole.index("jane-doe-002: WARM")
+    assert whole.index("jane-doe-002: WARM") < whole.index("jane-doe-003: COLD")
