@@ -28,14 +28,15 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
-from typing import Literal
+from pathlib import Path
+from typing import Any, Literal, Protocol
 
 from memoryd.errors import CorruptFileError
 from memoryd.logs import get_logger
-from memoryd.rewrite.tiers import Tier, TierRule, describe
+from memoryd.rewrite.tiers import Tier, TierRule, classify
 from memoryd.state.rewrites import EntityRewrite
 from memoryd.store.entities import Entity
-from memoryd.store.items import Fact, parse_items, split_fact_id
+from memoryd.store.items import split_fact_id
 from memoryd.store.transaction import FileTransaction
 
 log = get_logger(__name__)
@@ -109,25 +110,88 @@ def items_digest(text: str | None) -> str:
     return hashlib.sha256((text or "").encode("utf-8")).hexdigest()[:32]
 
 
-def _order(fact: Fact) -> tuple[int, int, str]:
+class FactFields(Protocol):
+    """What a summary input needs of a fact (a `Fact`, or the lean rows of `read_facts`)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def fact(self) -> str: ...
+    @property
+    def category(self) -> str: ...
+    @property
+    def timestamp(self) -> date: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def last_accessed(self) -> date: ...
+    @property
+    def access_count(self) -> int: ...
+
+
+@dataclass(frozen=True)
+class _Row:
+    id: str
+    fact: str
+    category: str
+    timestamp: date
+    status: str
+    last_accessed: date
+    access_count: int
+
+
+def read_facts(path: Path, text: str) -> list[_Row]:
+    """The fields of each fact a summary needs, from an items.json text.
+
+    A lean reader: `memoryd.store.items.parse_items` builds and checks every field of every
+    fact, which is most of the cost of a pass over a large store; this reads only the fields
+    used here, each checked for its type. Raise CorruptFileError naming `path` otherwise.
+    """
+    try:
+        return _rows(json.loads(text))
+    except (ValueError, TypeError, KeyError) as error:
+        raise CorruptFileError(path, f"unreadable facts ({error})") from None
+
+
+def _rows(document: Any) -> list[_Row]:
+    if not isinstance(document, list):
+        raise TypeError("expected a JSON array of facts")
+    return [_row(item) for item in document]
+
+
+def _row(item: dict[str, Any]) -> _Row:
+    fields = (item["id"], item["fact"], item["category"], item["status"])
+    count = item["accessCount"]
+    if not all(isinstance(value, str) for value in fields) or type(count) is not int:
+        raise TypeError("a fact has a field of the wrong type")
+    return _Row(
+        id=item["id"],
+        fact=item["fact"],
+        category=item["category"],
+        timestamp=date.fromisoformat(item["timestamp"]),
+        status=item["status"],
+        last_accessed=date.fromisoformat(item["lastAccessed"]),
+        access_count=count,
+    )
+
+
+def _order(fact: FactFields) -> tuple[int, int, str]:
     parts = split_fact_id(fact.id)
     return (0, parts[1], fact.id) if parts else (1, 0, fact.id)
 
 
 def summary_input(
-    entity: Entity, facts: Iterable[Fact], today: date, rule: TierRule
+    entity: Entity, facts: Iterable[FactFields], today: date, rule: TierRule
 ) -> SummaryInput:
     """The summary input of `entity` with `facts` on `today`."""
     active = sorted((f for f in facts if f.status == "active"), key=_order)
     by_tier: dict[Tier, list[SummaryFact]] = {"hot": [], "warm": [], "cold": []}
     changes: list[date] = []
     for fact in active:
-        info = describe(fact, today, rule)
-        by_tier[info.tier].append(
-            SummaryFact(fact.id, fact.fact, fact.category, fact.timestamp, info.tier)
-        )
-        if info.next_change is not None:
-            changes.append(info.next_change)
+        tier, change = classify(fact.last_accessed, fact.access_count, today, rule)
+        by_tier[tier].append(SummaryFact(fact.id, fact.fact, fact.category, fact.timestamp, tier))
+        if change is not None:
+            changes.append(change)
     chosen = (by_tier["hot"] + by_tier["warm"])[:MAX_SUMMARY_FACTS]
     document = {
         "name": entity.name,
@@ -152,7 +216,7 @@ def read_input(
     """The entity's summary input and items digest, read through `tx`. Raise CorruptFileError
     when its items.json does not parse."""
     text = tx.read_text(entity.items_path)
-    facts = parse_items(tx.root / entity.items_path, text) if text is not None else []
+    facts = read_facts(tx.root / entity.items_path, text) if text is not None else []
     return summary_input(entity, facts, today, rule), items_digest(text)
 
 
@@ -183,7 +247,7 @@ def select(
             continue
         selection.parsed += 1
         try:
-            facts = parse_items(tx.root / entity.items_path, text) if text is not None else []
+            facts = read_facts(tx.root / entity.items_path, text) if text is not None else []
         except CorruptFileError as error:
             log.error("rewrite.corrupt_items", ref=entity.ref, error=str(error))
             selection.corrupt.append(entity.ref)

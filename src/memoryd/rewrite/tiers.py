@@ -118,6 +118,17 @@ def describe(fact: Fact, today: date, rule: TierRule) -> TierInfo:
     )
 
 
+def classify(
+    last_accessed: date, access_count: int, today: date, rule: TierRule
+) -> tuple[Tier, date | None]:
+    """The tier and next tier-change day from the two fields that decide them (the fast form
+    of `describe`, for the selection pass over a whole store)."""
+    age = age_in_days(last_accessed, today)
+    hot_limit, warm_limit = rule.limits(access_count)
+    tier = tier_for(age, access_count, rule)
+    return tier, _next_change(last_accessed, today, tier, hot_limit, warm_limit)
+
+
 def next_change(fact: Fact, today: date, rule: TierRule) -> date | None:
     """The first day after `today` on which `fact` (unchanged) is in a colder tier."""
     return describe(fact, today, rule).next_change
