@@ -131,11 +131,17 @@ class JobRunner:
         self.tracker = tracker
         self._lock_dir = lock_dir
 
-    def run(self, name: str, body: Callable[[str], None]) -> bool:
-        """Run `body(run_id)` as job `name`; return whether it ran to the end without error."""
+    def run(self, name: str, body: Callable[[str], None], *, bind_run_id: bool = True) -> bool:
+        """Run `body(run_id)` as job `name`; return whether it ran to the end without error.
+
+        With `bind_run_id=False` only `job` is bound: for a body that names its runs itself and
+        cannot be given this id, so that its lines do not carry two different ids.
+        """
         structlog.contextvars.clear_contextvars()
         run_id = uuid.uuid4().hex[:16]
-        structlog.contextvars.bind_contextvars(job=name, run_id=run_id)
+        structlog.contextvars.bind_contextvars(job=name)
+        if bind_run_id:
+            structlog.contextvars.bind_contextvars(run_id=run_id)
         self.tracker.begin(name, run_id)
         try:
             with single_writer(self._lock_dir()):

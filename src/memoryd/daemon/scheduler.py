@@ -81,6 +81,8 @@ REWRITE_MISFIRE_GRACE_SECONDS = 24 * 3600
 # How long past its last sign of progress a job counts as stuck, on top of the time the LLM
 # client may legitimately spend on one call with all its retries.
 STUCK_MARGIN_SECONDS = 600.0
+# A weekly rewrite of a large store makes hundreds of sequential calls without telling us.
+REWRITE_DEADLINE_SECONDS = 6 * 3600.0
 
 
 @dataclass(frozen=True)
@@ -307,12 +309,12 @@ class Daemon:
 
     def rewrite_job(self) -> None:
         if not self.stopping:
-            self.runner.run("rewrite", self._rewrite)
+            # run_rewrite names its run itself (its log lines and commit trailer carry that id).
+            self.runner.run("rewrite", self._rewrite, bind_run_id=False)
 
     def watchdog_job(self) -> None:
         """Ping systemd's watchdog unless a job is stuck past its deadline."""
-        llm = self.settings.llm
-        deadline = llm.timeout_seconds * llm.max_attempts * 2 + STUCK_MARGIN_SECONDS
+        deadline = self.stuck_deadline(self.tracker.snapshot().job)
         stuck = self.tracker.stuck_for()
         if stuck > deadline:
             if not self._stalled_logged:
@@ -326,6 +328,18 @@ class Daemon:
             return
         self._stalled_logged = False
         self.notifier.watchdog()
+
+    def stuck_deadline(self, job: str | None) -> float:
+        """Seconds without a sign of progress after which `job` counts as stuck.
+
+        A heartbeat shows progress at every model call, so its deadline is what one call may
+        take with all its retries, plus a margin. The rewrite's calls are not watched (it runs
+        its own client), so it gets the whole of REWRITE_DEADLINE_SECONDS.
+        """
+        if job == "rewrite":
+            return REWRITE_DEADLINE_SECONDS
+        llm = self.settings.llm
+        return llm.timeout_seconds * llm.max_attempts * 2 + STUCK_MARGIN_SECONDS
 
     def _heartbeat(self, run_id: str) -> None:
         report = run_heartbeat(

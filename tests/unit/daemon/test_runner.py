@@ -137,3 +137,14 @@ def test_stuck_time_counts_from_the_last_sign_of_progress() -> None:
     assert tracker.stuck_for() == 7
     tracker.end()
     assert tracker.stuck_for() == 0.0
+
+
+def test_a_job_that_names_its_own_runs_gets_only_the_job_bound(tmp_path: Path) -> None:
+    runner = JobRunner(JobTracker(FakeMonotonic()), lambda: tmp_path)
+    seen: dict[str, object] = {}
+    assert runner.run(
+        "rewrite",
+        lambda _run_id: seen.update(structlog.contextvars.get_contextvars()),
+        bind_run_id=False,
+    )
+    assert seen == {"job": "rewrite"}

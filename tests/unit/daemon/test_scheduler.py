@@ -233,3 +233,10 @@ def test_run_in_process_heartbeat_then_catch_up_rewrite_then_stop(
     # Explicit defaults: coalesce, one instance, a generous grace time.
     assert scheduled[HEARTBEAT_JOB] == (True, 1, 30 * 60)
     assert scheduled[REWRITE_JOB] == (True, 1, 24 * 3600)
+
+
+def test_a_rewrite_may_go_longer_without_progress_than_a_heartbeat(root: Path) -> None:
+    daemon = make_daemon(root)
+    heartbeat = daemon.stuck_deadline("heartbeat")
+    assert heartbeat == 120 * 5 * 2 + 600  # one call with all its retries, twice, plus margin
+    assert daemon.stuck_deadline("rewrite") > heartbeat
