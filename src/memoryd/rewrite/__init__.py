@@ -1,6 +1,7 @@
 """The weekly rewrite (DESIGN §1.4, issue 5): decay tiers, summaries, consolidation, batches.
 
 `tiers` (the decay rule) → `select` (which entities changed) → `summary` (request, validation,
-template) and `consolidate` (bounded skills and tacit files) → `engine` (one run) → `job` (the
-wiring from settings) and `commands` (the CLI).
+template), `batch` (custom ids, matching results) and `consolidate` + `bounded` (files past their
+bound) → `engine` (one run, spending through `ledger`, counted in `report`) → `job` (wiring from
+the settings, dry-run plan, batch poll, `explain`) and `commands` (the CLI).
 """

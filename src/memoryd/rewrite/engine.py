@@ -29,7 +29,7 @@ import time as monotonic_time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from memoryd.extractors.recovery import RUN_TRAILER
@@ -39,12 +39,13 @@ from memoryd.llm.base import (
     PermanentLLMError,
     ToolRequest,
     TransientLLMError,
-    estimate_tokens,
 )
 from memoryd.llm.prices import PriceTable, Usage
 from memoryd.logs import get_logger
 from memoryd.rewrite import consolidate, summary
 from memoryd.rewrite.batch import custom_id_for, match_results
+from memoryd.rewrite.bounded import consolidate_bounded
+from memoryd.rewrite.ledger import JOB, Ledger
 from memoryd.rewrite.report import RewriteReport
 from memoryd.rewrite.select import (
     Candidate,
@@ -63,10 +64,6 @@ from memoryd.store.index import write_index
 from memoryd.store.unit import UnitOfWork
 
 log = get_logger(__name__)
-
-JOB = "rewrite"
-REFUSED_KEY_PREFIX = "rewrite.consolidation_refused:"
-_OUTPUT_TOKENS_GUESS = 600
 
 
 @dataclass(frozen=True)
@@ -106,6 +103,14 @@ class Rewrite:
         self.scan_secrets = scan_secrets
         self.run_id = run_id or uuid.uuid4().hex[:16]
         self.report = RewriteReport(self.run_id)
+        self.ledger = Ledger(
+            state,
+            prices,
+            model=settings.model,
+            daily_usd=settings.daily_usd,
+            run_id=self.run_id,
+            clock=clock,
+        )
         self.today = clock().astimezone(settings.zone).date()
         self._records: list[EntityRewrite] = []
         self._memos: dict[str, str] = {}
@@ -145,44 +150,6 @@ class Rewrite:
         log.info("rewrite.finished", **self.report.log_fields())
         return self.report
 
-    def plan(self, mode: Mode | None = None) -> dict[str, object]:
-        """What a rewrite in `mode` (default: this run's) would do now, without calling any
-        model or changing anything."""
-        mode = mode or self.mode
-        uow = UnitOfWork(self.git)  # read-only: never applied
-        catalog = EntityCatalog.load(uow)
-        selection = select(
-            uow,
-            catalog.entities(),
-            self.state.rewrites.all(),
-            today=self.today,
-            rule=self.settings.rule,
-            mode=mode,
-        )
-        to_write = [c for c in selection.changed if c.input.facts]
-        tokens = 0
-        if mode == "llm":
-            for candidate in to_write:
-                request = self._summary_request(candidate.input)
-                tokens += estimate_tokens(request.system + request.user_content) + 500
-        targets = consolidate.find_targets(uow, self.settings.skills_dir, self.settings.tacit_file)
-        pending = self.state.rewrites.pending_batch()
-        return {
-            "today": self.today.isoformat(),
-            "mode": mode,
-            "use_batches": self.settings.use_batches,
-            "model": self.settings.model,
-            "entities": selection.entities,
-            "entities_parsed": selection.parsed,
-            "selected": [c.input.entity.ref for c in selection.changed],
-            "summaries_to_write": len(to_write),
-            "archived": len(selection.changed) - len(to_write),
-            "estimated_input_tokens": tokens,
-            "consolidation_targets": [t.path for t in targets] if mode == "llm" else [],
-            "pending_batch": pending.batch_id if pending else None,
-            "corrupt": selection.corrupt,
-        }
-
     # -- step 2: a pending batch -------------------------------------------------------------
 
     def _collect_batch(self, uow: UnitOfWork, catalog: EntityCatalog) -> set[str]:
@@ -220,7 +187,7 @@ class Rewrite:
             current, items = read_input(uow, entity, self.today, self.settings.rule)
             handled.add(answer.ref)
             if answer.result is not None:
-                self._charge(answer.result.usage, answer.result.model, batch=True)
+                self._charge_call(answer.result.usage, answer.result.model, batch=True)
             if custom_id_for(answer.ref, current.digest) != answer.custom_id:
                 self.report.stale += 1
                 handled.discard(answer.ref)
@@ -279,7 +246,7 @@ class Rewrite:
                     self._template(uow, rest, self.report.template_reason or "llm unavailable")
                 return
 
-    def _summary_request(self, summary_input: SummaryInput, correction: str = "") -> ToolRequest:
+    def summary_request(self, summary_input: SummaryInput, correction: str = "") -> ToolRequest:
         return summary.build_request(
             summary_input,
             model=self.settings.model,
@@ -293,8 +260,8 @@ class Rewrite:
         assert self.client is not None  # noqa: S101 - only called in llm mode
         correction = ""
         for attempt in (1, 2):
-            request = self._summary_request(candidate.input, correction)
-            if not self._within_budget([request]):
+            request = self.summary_request(candidate.input, correction)
+            if not self.ledger.within_budget([request]):
                 self.report.template_reason = "daily budget spent"
                 return False
             try:
@@ -309,7 +276,7 @@ class Rewrite:
                 self.report.outcome = "failed"
                 return False
             self.report.llm_calls += 1
-            self._charge(result.usage, result.model, batch=False)
+            self._charge_call(result.usage, result.model, batch=False)
             self._prompts.update(summary.prompt_refs())
             try:
                 body = summary.validate_summary(
@@ -328,10 +295,10 @@ class Rewrite:
     def _submit_batch(self, uow: UnitOfWork, asking: list[Candidate]) -> None:
         assert self.batch_client is not None  # noqa: S101 - checked by the caller
         requests = [
-            (custom_id_for(c.input.entity.ref, c.input.digest), self._summary_request(c.input))
+            (custom_id_for(c.input.entity.ref, c.input.digest), self.summary_request(c.input))
             for c in asking
         ]
-        if not self._within_budget([r for _, r in requests], batch=True):
+        if not self.ledger.within_budget([r for _, r in requests], batch=True):
             self.report.template_reason = "daily budget spent"
         else:
             try:
@@ -405,34 +372,23 @@ class Rewrite:
     def _consolidate(self, uow: UnitOfWork) -> None:
         if self.client is None or self.report.template_reason is not None:
             return
-        targets = consolidate.find_targets(uow, self.settings.skills_dir, self.settings.tacit_file)
-        for target in targets:
-            memo_key = REFUSED_KEY_PREFIX + target.path
-            if self.state.meta.get(memo_key) == target.content_digest:
-                continue  # refused before for this very content: not paid for again
-            request = consolidate.build_request(target, model=self.settings.model)
-            if not self._within_budget([request]):
-                return
-            try:
-                result = self.client.call_tool(request)
-            except (TransientLLMError, PermanentLLMError) as error:
-                log.warning("rewrite.consolidation_skipped", path=target.path, error=str(error))
-                return
-            self.report.llm_calls += 1
-            self._charge(result.usage, result.model, batch=False)
+        outcome = consolidate_bounded(
+            uow,
+            self.client,
+            self.ledger,
+            self.state.meta,
+            model=self.settings.model,
+            skills_dir=self.settings.skills_dir,
+            tacit_file=self.settings.tacit_file,
+        )
+        self.report.usage, self.report.cost_usd = self.ledger.usage, self.ledger.cost_usd
+        self.report.llm_calls += outcome.calls
+        self.report.consolidated_agents += outcome.agents
+        self.report.consolidated_files += outcome.files
+        self.report.consolidations_refused += outcome.refused
+        self._memos.update(outcome.memos)
+        if outcome.calls:
             self._prompts.update(consolidate.prompt_refs())
-            try:
-                answer = consolidate.parse_answer(result.tool_input)
-                consolidate.apply_answer(uow, target, answer)
-            except consolidate.ConsolidationRefusedError as error:
-                self.report.consolidations_refused += 1
-                self._memos[memo_key] = target.content_digest
-                log.warning("rewrite.consolidation_refused", path=target.path, reason=error.reason)
-                continue
-            if target.kind == "skills":
-                self.report.consolidated_agents.append(target.folder.rsplit("/", 1)[-1])
-            else:
-                self.report.consolidated_files.append(target.path)
 
     # -- step 6: commit and record -----------------------------------------------------------
 
@@ -458,40 +414,9 @@ class Rewrite:
         if self.report.outcome == "nothing-to-do" and did_something:
             self.report.outcome = "ok"
 
-    # -- money -------------------------------------------------------------------------------
-
-    def _charge(self, usage: Usage, model: str | None, *, batch: bool) -> None:
-        if usage == Usage():
-            return
-        name = model or self.settings.model
-        cost = self.prices.cost(name, usage, batch=batch) if self.prices.knows(name) else 0.0
-        self.state.usage.record(
-            at=self.clock(),
-            model=name,
-            usage=usage,
-            cost_usd=cost,
-            job=JOB,
-            batch=batch,
-            run_id=self.run_id,
-        )
-        self.report.usage = self.report.usage + usage
-        self.report.cost_usd += cost
-
-    def _within_budget(self, requests: list[ToolRequest], *, batch: bool = False) -> bool:
-        daily = self.settings.daily_usd
-        price = self.prices.get(self.settings.model)
-        if daily <= 0 or price is None:
-            return True
-        tokens = sum(estimate_tokens(r.system + r.user_content) + 500 for r in requests)
-        estimate = (
-            tokens * price.input + len(requests) * _OUTPUT_TOKENS_GUESS * price.output
-        ) / 1e6
-        if batch:
-            estimate /= 2
-        now = self.clock().astimezone(UTC)
-        start = now.replace(hour=0, minute=0, second=0, microsecond=0)
-        spent = self.state.usage.spend_between(start, start + timedelta(days=1))
-        return spent + estimate <= daily
+    def _charge_call(self, usage: Usage, model: str | None, *, batch: bool) -> None:
+        self.ledger.charge(usage, model, batch=batch)
+        self.report.usage, self.report.cost_usd = self.ledger.usage, self.ledger.cost_usd
 
     def _stop(self, reason: str) -> None:
         self.report.outcome = "stopped"

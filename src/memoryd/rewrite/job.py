@@ -17,13 +17,17 @@ from contextlib import contextmanager
 from memoryd.daemon.jobs import Environment, git_store, make_scanner, open_state
 from memoryd.errors import ConfigError, StoreError
 from memoryd.llm.anthropic_client import AnthropicClient
+from memoryd.llm.base import estimate_tokens
 from memoryd.prompts import check_prompts
+from memoryd.rewrite import consolidate
 from memoryd.rewrite.engine import Rewrite, RewriteSettings
 from memoryd.rewrite.explain import explain_target
 from memoryd.rewrite.report import RewriteReport
+from memoryd.rewrite.select import Mode, select
 from memoryd.rewrite.tiers import TierRule
 from memoryd.settings import Settings, find_api_key, find_base_url
 from memoryd.state.facade import State
+from memoryd.store.catalog import EntityCatalog
 from memoryd.store.layout import check_format, open_store, read_format
 from memoryd.store.unit import UnitOfWork
 
@@ -102,10 +106,50 @@ def run_rewrite(settings: Settings, env: Environment, *, dry_run: bool = False) 
         if dry_run:
             rewrite = build_rewrite(settings, env, state, None, dry_run=True)
             # The plan is for the configured provider, though no client is opened.
-            plan = rewrite.plan("template" if settings.llm.provider == "markers" else "llm")
+            plan = dry_run_plan(
+                rewrite, "template" if settings.llm.provider == "markers" else "llm"
+            )
             return RewriteReport(rewrite.run_id, outcome="dry-run", plan=plan)
         with llm_client_for(settings, env) as client:
             return build_rewrite(settings, env, state, client).run()
+
+
+def dry_run_plan(rewrite: Rewrite, mode: Mode) -> dict[str, object]:
+    """What `rewrite` would do now in `mode`, without calling any model or changing anything."""
+    uow = UnitOfWork(rewrite.git)  # read-only: never applied
+    catalog = EntityCatalog.load(uow)
+    selection = select(
+        uow,
+        catalog.entities(),
+        rewrite.state.rewrites.all(),
+        today=rewrite.today,
+        rule=rewrite.settings.rule,
+        mode=mode,
+    )
+    to_write = [c for c in selection.changed if c.input.facts]
+    tokens = 0
+    if mode == "llm":
+        for candidate in to_write:
+            request = rewrite.summary_request(candidate.input)
+            tokens += estimate_tokens(request.system + request.user_content) + 500
+    settings = rewrite.settings
+    targets = consolidate.find_targets(uow, settings.skills_dir, settings.tacit_file)
+    pending = rewrite.state.rewrites.pending_batch()
+    return {
+        "today": rewrite.today.isoformat(),
+        "mode": mode,
+        "use_batches": settings.use_batches,
+        "model": settings.model,
+        "entities": selection.entities,
+        "entities_parsed": selection.parsed,
+        "selected": [c.input.entity.ref for c in selection.changed],
+        "summaries_to_write": len(to_write),
+        "archived": len(selection.changed) - len(to_write),
+        "estimated_input_tokens": tokens,
+        "consolidation_targets": [t.path for t in targets] if mode == "llm" else [],
+        "pending_batch": pending.batch_id if pending else None,
+        "corrupt": selection.corrupt,
+    }
 
 
 def poll_rewrite_batch(settings: Settings, env: Environment) -> RewriteReport | None:

@@ -1,0 +1,78 @@
+"""What the rewrite spends: each call recorded in the usage ledger, and the daily budget.
+
+Every answer received is recorded (job `rewrite`, `batch` set for Message Batch results, which
+cost half) before it is used, so a refused or stale answer is still counted. Before a call, or a
+batch, the estimated cost is checked against `budget.daily_usd` (0 = no ceiling) for the UTC day,
+the same day the heartbeat's budget uses; a model without a known price is not checked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime, timedelta
+
+from memoryd.llm.base import ToolRequest, estimate_tokens
+from memoryd.llm.prices import PriceTable, Usage
+from memoryd.state.facade import State
+
+JOB = "rewrite"
+# A guess of a call's output and of the tool definition's input, for the estimate only.
+_OUTPUT_TOKENS_GUESS = 600
+_TOOL_TOKENS_GUESS = 500
+
+
+class Ledger:
+    """Records the run's calls and keeps its running totals."""
+
+    def __init__(
+        self,
+        state: State,
+        prices: PriceTable,
+        *,
+        model: str,
+        daily_usd: float,
+        run_id: str,
+        clock: Callable[[], datetime],
+    ) -> None:
+        self._state = state
+        self._prices = prices
+        self._model = model
+        self._daily_usd = daily_usd
+        self._run_id = run_id
+        self._clock = clock
+        self.usage = Usage()
+        self.cost_usd = 0.0
+
+    def charge(self, usage: Usage, model: str | None, *, batch: bool) -> None:
+        if usage == Usage():
+            return
+        name = model or self._model
+        cost = self._prices.cost(name, usage, batch=batch) if self._prices.knows(name) else 0.0
+        self._state.usage.record(
+            at=self._clock(),
+            model=name,
+            usage=usage,
+            cost_usd=cost,
+            job=JOB,
+            batch=batch,
+            run_id=self._run_id,
+        )
+        self.usage = self.usage + usage
+        self.cost_usd += cost
+
+    def within_budget(self, requests: Sequence[ToolRequest], *, batch: bool = False) -> bool:
+        """Whether sending `requests` now stays within today's budget (by estimate)."""
+        price = self._prices.get(self._model)
+        if self._daily_usd <= 0 or price is None:
+            return True
+        tokens = sum(
+            estimate_tokens(r.system + r.user_content) + _TOOL_TOKENS_GUESS for r in requests
+        )
+        output = len(requests) * _OUTPUT_TOKENS_GUESS
+        estimate = (tokens * price.input + output * price.output) / 1e6
+        if batch:
+            estimate /= 2
+        now = self._clock().astimezone(UTC)
+        start = now.replace(hour=0, minute=0, second=0, microsecond=0)
+        spent = self._state.usage.spend_between(start, start + timedelta(days=1))
+        return spent + estimate <= self._daily_usd
