@@ -18,6 +18,7 @@ from collections.abc import MutableMapping
 from typing import Any, Literal, TextIO
 
 import structlog
+import structlog.tracebacks
 from structlog.typing import EventDict, Processor, WrappedLogger
 
 from memoryd.redaction import redact
@@ -97,7 +98,13 @@ def configure_logging(
         renderer = structlog.processors.JSONRenderer(sort_keys=True, default=str)
     final: list[Processor] = [structlog.stdlib.ProcessorFormatter.remove_processors_meta]
     if not use_console:
-        final.append(structlog.processors.dict_tracebacks)
+        # Tracebacks as structured data, without each frame's local variables: locals can hold
+        # an API key or transcript text, and neither may reach a log line.
+        final.append(
+            structlog.processors.ExceptionRenderer(
+                structlog.tracebacks.ExceptionDictTransformer(show_locals=False)
+            )
+        )
     final += [redact_secrets, renderer]
 
     shared = _shared_processors()

@@ -65,7 +65,8 @@ def test_secret_named_values_and_secret_looking_strings_are_redacted(
 
 
 def explode() -> None:
-    raise RuntimeError("boom")
+    api_key = FAKE_KEY  # a local a traceback must not show
+    raise RuntimeError("boom " + api_key[:3])
 
 
 def test_exceptions_are_structured(stream: io.StringIO) -> None:
@@ -76,6 +77,9 @@ def test_exceptions_are_structured(stream: io.StringIO) -> None:
     (line,) = lines(stream)
     assert line["event"] == "job.failed"
     assert "boom" in json.dumps(line["exception"])
+    assert "explode" in json.dumps(line["exception"])
+    assert FAKE_KEY not in stream.getvalue()
+    assert "locals" not in json.dumps(line["exception"])
 
 
 def test_levels_filter() -> None:
