@@ -126,9 +126,14 @@ def is_placeholder(value: str) -> bool:
     return stripped.lower() in _PLACEHOLDER_WORDS or _PLACEHOLDER.fullmatch(stripped) is not None
 
 
+# What may follow a YAML-style value on its line: a line end (any that `str.splitlines` knows,
+# or a JSON string's two-character `\n`), the end of a flow mapping or list, or a comment.
+_LINE_END = "\r\n\v\f\x1c\x1d\x1e\x85\u2028\u2029,}]#"
+
+
 def _rest_of_line_is_empty(text: str, position: int) -> bool:
     rest = text[position : position + 64].lstrip(" \t")
-    return rest == "" or rest[0] in "\r\n,}]#" or rest.startswith("\\n")
+    return rest == "" or rest[0] in _LINE_END or rest.startswith("\\n")
 
 
 # Keywords whose assigned value is a secret. A keyword must end the key name (`DB_PASSWORD=`,

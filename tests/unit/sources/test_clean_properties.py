@@ -75,7 +75,7 @@ def test_an_excerpt_is_bounded_keeps_the_ends_and_is_stable(text: str, limit: in
         assert cut_bytes == 0
     else:
         assert len(text) > limit
-        head = cut.split("\n[… ", 1)[0]
+        head = cut.split("[… ", 1)[0].removesuffix("\n")
         assert text.startswith(head)
     assert excerpt(cut, limit) == (cut, 0)
 
@@ -107,10 +107,10 @@ def test_no_planted_key_survives_turn_cleaning(
     assert cleaned is None or key[:16] not in cleaned.text
 
 
-@given(TEXTS, st.sampled_from(["user", "assistant"]))
+@given(TEXTS, st.sampled_from(["user", "assistant", "tool"]), st.integers(0, 400))
 @PROPERTY_SETTINGS
-def test_cleaning_a_dialogue_turn_twice_changes_nothing(text: str, role: Role) -> None:
-    once, _ = clean_turn(make_turn(role, text))
+def test_cleaning_a_turn_twice_changes_nothing(text: str, role: Role, limit: int) -> None:
+    once, _ = clean_turn(make_turn(role, text), tool_output_chars=limit)
 
     if once is not None:
-        assert clean_turn(once)[0] == once
+        assert clean_turn(once, tool_output_chars=limit)[0] == once
