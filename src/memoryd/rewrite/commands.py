@@ -16,7 +16,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
-from memoryd.daemon.jobs import Environment
+from memoryd.daemon import hooks
+from memoryd.daemon.jobs import Environment, git_store
 from memoryd.daemon.lock import single_writer
 from memoryd.errors import EXIT_OK
 from memoryd.settings import LoadedConfig, state_directory
@@ -41,7 +42,12 @@ def cmd_rewrite(
         print(json.dumps(report.plan, indent=2, sort_keys=True), file=out)
         return EXIT_OK
     with single_writer(state_directory(settings, environ), wait_seconds=LOCK_WAIT_SECONDS):
+        # As the daemon does around its rewrite job: pull first with `git.push`, then push and
+        # run `index.commands` after a commit.
+        git = git_store(settings, env.clock)
+        hooks.before_writing(settings, git)
         report = run_rewrite(settings, env)
+        hooks.after_commit(settings, git, committed=report.commit is not None)
     line = f"rewrite {report.outcome}: {report.message().removeprefix('rewrite: ')}"
     if report.batch_submitted:
         line += f"; batch {report.batch_submitted} submitted (a later run applies it)"
