@@ -5,11 +5,14 @@ about to be written), return cleaned copies and a `CleanStats` to log. Cleaning,
 
 1. harness scaffolding is stripped (`<thinking>`, `<system-reminder>`, `<environment_context>`,
    slash-command markup ...; see `memoryd.sources._scrub`);
-2. secrets are redacted to `[REDACTED:<kind>]`, the configured extra patterns included;
-3. base64 payloads (data: URIs, long base64 runs) become `[base64 dropped: 12 KB]`;
-4. for turns only: blank-line runs are collapsed and the text trimmed; tool output is cut to a
-   head-and-tail excerpt of at most `tool_output_chars` characters; a turn left without text is
-   dropped; `trusted` is set to whether the role is user or assistant.
+2. for turns only: blank-line runs are collapsed and the text trimmed (before redaction, so the
+   rules see the line ends the text will have);
+3. secrets are redacted to `[REDACTED:<kind>]`, the configured extra patterns included;
+4. base64 payloads (data: URIs, long base64 runs) become `[base64 dropped: 12 KB]`;
+5. for turns only: tool output is cut to a head-and-tail excerpt of at most
+   `tool_output_chars` characters, which is redacted again (a cut can make a value end its
+   line); a turn left without text is dropped; `trusted` is set to whether the role is user or
+   assistant, whatever the reader said.
 
 Secrets are redacted before anything is cut, so a secret is never half-kept at a cut.
 Configuration comes in as parameters (from `cleaning.extra_patterns` and
