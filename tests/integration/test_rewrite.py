@@ -21,7 +21,7 @@ from tests.unit.rewrite.support import Planted, plant
 from memoryd.daemon.jobs import open_state
 from memoryd.errors import EXIT_OK
 from memoryd.llm.anthropic_client import AnthropicClient
-from memoryd.rewrite.job import build_rewrite, explain
+from memoryd.rewrite.job import build_rewrite, explain, poll_rewrite_batch, run_rewrite
 from memoryd.rewrite.report import RewriteReport
 from memoryd.settings import Settings
 
@@ -255,3 +255,17 @@ def test_explain_tells_the_tier_and_the_summary_status(ws: Workspace) -> None:
     whole = explain(settings, env, "people/jane-doe")
     assert whole.index("jane-doe-001: HOT") < whole.index("jane-doe-002: WARM")
     assert whole.index("jane-doe-002: WARM") < whole.index("jane-doe-003: COLD")
+
+
+def test_a_dry_run_plans_without_calling_or_writing(ws: Workspace) -> None:
+    settings = ws.settings()  # the anthropic provider, but no key is needed to plan
+    before = ws.tree()
+    report = run_rewrite(settings, ws.environment(), dry_run=True)
+    assert report.outcome == "dry-run" and report.plan is not None
+    assert report.plan["selected"] == ["companies/acme", "people/jane-doe"]
+    assert report.plan["summaries_to_write"] == 1 and report.plan["archived"] == 1
+    assert isinstance(report.plan["estimated_input_tokens"], int)
+    assert report.plan["estimated_input_tokens"] > 0
+    assert ws.tree() == before
+    # Nothing pending: the daemon's poll opens neither git nor the API.
+    assert poll_rewrite_batch(settings, ws.environment()) is None

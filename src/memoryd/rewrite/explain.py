@@ -91,7 +91,11 @@ def explain_target(
         f"{entity.ref} ({entity.name}): {len(active)} active facts, "
         f"{len(facts) - len(active)} superseded",
         "summary last rewritten "
-        + (tracked.rewritten_at.date().isoformat() if tracked is not None else "never")
+        + (
+            tracked.rewritten_at.date().isoformat()
+            if tracked is not None and tracked.rewritten_at.year > 1970
+            else "never"
+        )
         + (
             f"; next tier change {tracked.next_tier_change.isoformat()}"
             if tracked is not None and tracked.next_tier_change is not None

@@ -126,3 +126,18 @@ def test_the_template_always_passes_the_validation(
         assert validate_summary(body, subject.ids) == body
     else:
         assert body == ""
+
+
+ids = st.from_regex(r"[a-z]{1,6}-[0-9]{3}", fullmatch=True)
+
+
+@given(st.sets(ids, min_size=1, max_size=8), ids)
+def test_a_line_citing_an_id_not_given_is_always_refused(given_ids: set[str], other: str) -> None:
+    allowed = frozenset(given_ids - {other})
+    cited = ", ".join(sorted(given_ids | {other}))
+    if not allowed:
+        return
+    ok_line = f"- Known things [{', '.join(sorted(allowed))}]"
+    assert validate_summary(ok_line, allowed) == ok_line
+    with pytest.raises(InvalidSummaryError, match="not one of the facts given"):
+        validate_summary(f"{ok_line}\n- More things [{cited}]", allowed)
