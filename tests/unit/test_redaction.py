@@ -7,6 +7,7 @@ real-looking key is committed as a literal.
 
 from __future__ import annotations
 
+import itertools
 import random
 import string
 import time
@@ -18,6 +19,7 @@ from hypothesis import strategies as st
 
 from memoryd.errors import EXIT_CONFIG, ConfigError
 from memoryd.redaction import (
+    MARKER,
     ExtraPatternError,
     SecretHit,
     find_secrets,
@@ -482,3 +484,16 @@ def test_a_planted_secret_never_survives_in_any_surrounding_text(
     redacted = redact(before + separator + text + closing + after)
 
     assert secret not in redacted
+
+
+@given(st.one_of(st.text(), TRICKY_TEXT))
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_hits_are_sorted_disjoint_inside_the_text_and_outside_markers(text: str) -> None:
+    hits = find_secrets(text)
+
+    for earlier, later in itertools.pairwise(hits):
+        assert earlier.end <= later.start
+    for hit in hits:
+        assert 0 <= hit.start < hit.end <= len(text)
+        assert MARKER.search(text[hit.start : hit.end]) is None
+    assert secret_kinds(text) == sorted({hit.kind for hit in hits})
