@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import random
 import string
+import time
 from datetime import UTC, datetime
 
 import pytest
@@ -344,3 +345,22 @@ def test_cleaning_is_deterministic() -> None:
     turn = make_turn("tool", text)
 
     assert clean_turn(turn) == clean_turn(turn)
+
+
+ADVERSARIAL = {
+    "data uri prefixes": "data:" * 200_000,
+    "data uri parameters": ("data:image/png" + ";a=b" * 9) * 20_000,
+    "almost base64 lines": ("A" * 15 + "\n") * 62_000,
+    "wrapped base64": ("Aa1" * 25 + "\n") * 13_000,
+    "crossed tags": "<thinking>x</system-reminder>" * 34_000,
+    "reply tag openers": "[[reply_to:" * 90_000,
+}
+
+
+@pytest.mark.parametrize("name", sorted(ADVERSARIAL))
+def test_a_one_megabyte_adversarial_text_is_cleaned_in_seconds(name: str) -> None:
+    started = time.perf_counter()
+
+    clean_text(ADVERSARIAL[name])
+
+    assert time.perf_counter() - started < 5.0
