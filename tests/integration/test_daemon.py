@@ -109,6 +109,7 @@ name = "ops"
         )
 
     def say(self, name: str, text: str, when: str = "2026-03-01T09:00:00Z") -> None:
+        """Append one user line to transcript `name`."""
         with (self.logs / name).open("a", encoding="utf-8") as handle:
             handle.write(json.dumps({"role": "user", "content": text, "timestamp": when}) + "\n")
 
@@ -296,6 +297,17 @@ def test_ready_first_then_the_startup_heartbeat_commits_then_sigterm_exits_0(
         "Joined Acme as CTO" in (site.store / "life/areas/people/jane-doe/items.json").read_text()
     )
 
+    shown = subprocess.run(
+        site.command("status", "--json"),
+        env=site.environment(),
+        cwd=site.root,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
+    assert json.loads(shown.stdout)["last_heartbeat"]["commit"] == finished["commit"]
+
     status = notify.wait_for(lambda m: m.startswith("STATUS=last heartbeat"))
     assert "+1 facts" in status
     assert finished["commit"][:12] in status
@@ -342,6 +354,44 @@ def test_sigterm_during_a_slow_llm_call_exits_0_at_once_and_the_next_start_finis
     assert finished["facts_added"] == 1
     assert len(server.message_requests) == 2
     assert again.stop()[0] == 0
+
+
+def test_sigterm_between_chunks_commits_what_is_done_and_the_next_start_does_the_rest(
+    site: Site, server: FakeAnthropicServer, daemons: list[Daemon]
+) -> None:
+    site.say("a.jsonl", "remember: person Jane Doe: Joined Acme as CTO", "2026-03-01T09:00:00Z")
+    site.say("b.jsonl", "remember: person Bob Roe: Moved to Lisbon", "2026-03-02T09:00:00Z")
+    # The first answer takes a moment, well within the stop grace: the heartbeat gets it, then
+    # stops at the safe point before asking about the second chunk.
+    first = remember_model(
+        RecordedRequest("POST", "/v1/messages", {}, _request_saying("Jane Doe", "Joined Acme"))
+    )
+    server.enqueue(ToolUse(first.input, delay_seconds=1.0))
+    daemon = Daemon(site)
+    daemons.append(daemon)
+    wait_until(lambda: len(server.message_requests) == 1)
+
+    code, _elapsed = daemon.stop()
+    assert code == 0
+    finished = daemon.wait_for("heartbeat.finished", timeout=1)
+    assert (finished["outcome"], finished["stop_reason"]) == ("stopped", "shutdown requested")
+    assert finished["facts_added"] == 1
+    assert daemon.events()[-1]["abandoned_job"] is None
+    assert site.git("log", "-1", "--format=%H").strip() == finished["commit"]
+    assert len(server.message_requests) == 1
+
+    again = Daemon(site)
+    daemons.append(again)
+    rest = again.wait_for("heartbeat.finished")
+    assert (rest["outcome"], rest["facts_added"]) == ("ok", 1)
+    assert len(server.message_requests) == 2
+    assert (site.store / "life/areas/people/bob-roe/items.json").exists()
+    assert again.stop()[0] == 0
+
+
+def _request_saying(name: str, fact: str) -> dict[str, Any]:
+    text = f"remember: person {name}: {fact}"
+    return {"messages": [{"role": "user", "content": text}]}
 
 
 def test_sighup_reloads_a_valid_configuration_and_keeps_the_old_one_otherwise(

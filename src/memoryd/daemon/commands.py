@@ -18,7 +18,7 @@ from memoryd.daemon.lock import single_writer
 from memoryd.daemon.notify import Notifier
 from memoryd.daemon.scheduler import Daemon
 from memoryd.daemon.status import collect_status, render_status
-from memoryd.errors import EXIT_OK, ConfigError
+from memoryd.errors import EXIT_FAILED, EXIT_OK, ConfigError, TransientError
 from memoryd.logs import get_logger
 from memoryd.settings import LoadedConfig, check_environment, state_directory
 
@@ -42,7 +42,14 @@ def cmd_run(
     for warning in report.warnings:
         log.warning("config.warning", path=str(config.path), warning=warning)
     daemon = Daemon(config, real_environment(environ), Notifier(environ))
-    return daemon.run()
+    try:
+        return daemon.run()
+    except TransientError as error:
+        # 75 would make systemd restart the daemon in a tight loop (DESIGN §2); a failure at
+        # start-up (e.g. the state database locked) is an ordinary failure, restarted after
+        # RestartSec.
+        log.error("daemon.failed", error=str(error), error_type=type(error).__name__)
+        return EXIT_FAILED
 
 
 def cmd_status(

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import argparse
+import io
 import socket
+import sqlite3
 import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -11,6 +14,7 @@ from pathlib import Path
 import pytest
 from structlog.testing import capture_logs
 
+from memoryd.daemon.commands import cmd_run
 from memoryd.daemon.jobs import Environment, open_state
 from memoryd.daemon.notify import Notifier
 from memoryd.daemon.scheduler import (
@@ -240,3 +244,22 @@ def test_a_rewrite_may_go_longer_without_progress_than_a_heartbeat(root: Path) -
     heartbeat = daemon.stuck_deadline("heartbeat")
     assert heartbeat == 120 * 5 * 2 + 600  # one call with all its retries, twice, plus margin
     assert daemon.stuck_deadline("rewrite") > heartbeat
+
+
+def test_the_daemon_never_exits_75_even_when_it_cannot_start(root: Path) -> None:
+    config = load_settings(root / "memoryd.toml")
+    (root / "state").mkdir()
+    # Another process holds a fresh (not yet WAL) database exclusively: opening it times out
+    # with StateBusyError, a transient error that a one-shot command would turn into 75.
+    blocker = sqlite3.connect(root / "state" / "state.db", isolation_level=None)
+    blocker.execute("CREATE TABLE held (x)")
+    blocker.execute("BEGIN EXCLUSIVE")
+    try:
+        with capture_logs() as logs:
+            code = cmd_run(argparse.Namespace(), config, {}, io.StringIO())
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    assert code == 1
+    assert logs[-1]["event"] == "daemon.failed"
+    assert logs[-1]["error_type"] == "StateBusyError"
