@@ -269,3 +269,29 @@ def test_a_dry_run_plans_without_calling_or_writing(ws: Workspace) -> None:
     assert ws.tree() == before
     # Nothing pending: the daemon's poll opens neither git nor the API.
     assert poll_rewrite_batch(settings, ws.environment()) is None
+
+
+def test_a_run_killed_before_forgetting_its_batch_reapplies_without_charging_again(
+    ws: Workspace,
+) -> None:
+    settings = ws.settings(rewrite={"use_batches": True})
+    with FakeAnthropicServer(handler=summarizer) as server:
+        submitted = run(ws, settings, server.base_url)
+        assert submitted.batch_submitted is not None
+        with open_state(settings, ws.environment()) as state:
+            requests = dict(state.rewrites.pending_batch().requests)  # type: ignore[union-attr]
+        run(ws, settings, server.base_url)
+        commits = len(ws.commits())
+        # As if the run had died after its commit but before forgetting the batch.
+        with open_state(settings, ws.environment()) as state:
+            state.rewrites.start_batch(
+                submitted.batch_submitted, submitted_at=ws.now, requests=requests
+            )
+            state.meta.set("rewrite.batch_charged:" + submitted.batch_submitted, "1")
+        again = run(ws, settings, server.base_url)
+        batch_posts = [r for r in server.requests if r.path == "/v1/messages/batches"]
+    assert again.batch_applied == submitted.batch_submitted and again.commit is None
+    assert len(ws.commits()) == commits and len(batch_posts) == 1
+    with open_state(settings, ws.environment()) as state:
+        assert state.db.scalar("SELECT count(*) FROM usage") == 1
+        assert state.rewrites.pending_batch() is None

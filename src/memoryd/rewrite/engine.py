@@ -65,6 +65,8 @@ from memoryd.store.unit import UnitOfWork
 
 log = get_logger(__name__)
 
+CHARGED_KEY_PREFIX = "rewrite.batch_charged:"
+
 
 @dataclass(frozen=True)
 class RewriteSettings:
@@ -179,15 +181,19 @@ class Rewrite:
             self._finished_batch = pending.batch_id
             return set()
         matched = match_results(pending.requests, results)
+        # A run killed after charging but before forgetting the batch fetches the results
+        # again; they were paid once, so they are charged once.
+        charged_key = CHARGED_KEY_PREFIX + pending.batch_id
+        charge = self.state.meta.get(charged_key) is None
         handled: set[str] = set()
         for answer in matched.answers:
+            if answer.result is not None and charge:
+                self._charge_call(answer.result.usage, answer.result.model, batch=True)
             entity = catalog.by_ref(answer.ref)
             if entity is None:
                 continue
             current, items = read_input(uow, entity, self.today, self.settings.rule)
             handled.add(answer.ref)
-            if answer.result is not None:
-                self._charge_call(answer.result.usage, answer.result.model, batch=True)
             if custom_id_for(answer.ref, current.digest) != answer.custom_id:
                 self.report.stale += 1
                 handled.discard(answer.ref)
@@ -205,6 +211,7 @@ class Rewrite:
                 self._refused(answer.ref, error)
                 continue
             self._write(uow, Candidate(current, items, None), body, "llm", templated=False)
+        self.state.meta.set(charged_key, "1")
         self._finished_batch = pending.batch_id
         self.report.batch_applied = pending.batch_id
         self._prompts.update(summary.prompt_refs())
@@ -406,6 +413,7 @@ class Rewrite:
                 self.state.meta.set(key, value)
             if self._finished_batch is not None:
                 self.state.rewrites.finish_batch(self._finished_batch)
+                self.state.meta.delete(CHARGED_KEY_PREFIX + self._finished_batch)
             if self.report.outcome != "failed":
                 self.state.rewrites.set_last_success(now)
         did_something = (
