@@ -295,3 +295,13 @@ def test_a_run_killed_before_forgetting_its_batch_reapplies_without_charging_aga
     with open_state(settings, ws.environment()) as state:
         assert state.db.scalar("SELECT count(*) FROM usage") == 1
         assert state.rewrites.pending_batch() is None
+
+
+def test_a_secret_the_model_writes_into_a_summary_is_redacted(ws: Workspace) -> None:
+    key = "sk-ant-api03-" + "Zq9Xw8Vu7Ts6" * 7 + "abcdefghAA"
+    answer = ToolUse({"summary": f"- CTO at Acme; key {key} [jane-doe-001]"})
+    with FakeAnthropicServer(default=answer) as server:
+        report = run(ws, ws.settings(), server.base_url)
+    assert report.summaries == 1
+    summary = ws.read(JANE)
+    assert key not in summary and "[REDACTED:" in summary and "[jane-doe-001]" in summary

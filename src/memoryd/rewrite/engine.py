@@ -53,11 +53,10 @@ from memoryd.rewrite.select import (
     SummaryInput,
     read_input,
     select,
-    tracking_digest,
 )
+from memoryd.rewrite.staging import SummaryStage
 from memoryd.rewrite.tiers import TierRule
 from memoryd.state.facade import State
-from memoryd.state.rewrites import EntityRewrite
 from memoryd.store.catalog import EntityCatalog
 from memoryd.store.git import GitStore
 from memoryd.store.index import write_index
@@ -93,6 +92,7 @@ class Rewrite:
         prices: PriceTable,
         clock: Callable[[], datetime],
         scan_secrets: Callable[[str], list[str]],
+        scrub: Callable[[str], str],
         run_id: str | None = None,
     ) -> None:
         self.settings = settings
@@ -114,10 +114,11 @@ class Rewrite:
             clock=clock,
         )
         self.today = clock().astimezone(settings.zone).date()
-        self._records: list[EntityRewrite] = []
+        # One run, one unit of work: everything the run stages is committed together.
+        self._uow = UnitOfWork(git)
+        self.stage = SummaryStage(self._uow, self.report, clock=clock, scrub=scrub)
         self._memos: dict[str, str] = {}
         self._finished_batch: str | None = None
-        self._prompts: set[str] = set()
 
     @property
     def mode(self) -> Mode:
@@ -132,7 +133,7 @@ class Rewrite:
         self.state.runs.start(self.run_id, JOB, self.clock())
         log.info("rewrite.started", run_id=self.run_id, mode=self.mode, poll_only=poll_only)
         UnitOfWork(self.git).commit_foreign_edits(self.scan_secrets)
-        uow = UnitOfWork(self.git)
+        uow = self._uow
         catalog = EntityCatalog.load(uow)
         handled = self._collect_batch(uow, catalog)
         if self.report.outcome not in ("batch-pending", "stopped") and not poll_only:
@@ -208,13 +209,13 @@ class Rewrite:
                     summary.summary_from_tool_input(answer.result.tool_input), current.ids
                 )
             except summary.InvalidSummaryError as error:
-                self._refused(answer.ref, error)
+                self.stage.refused(answer.ref, error)
                 continue
-            self._write(uow, Candidate(current, items, None), body, "llm", templated=False)
+            self.stage.model_summary(Candidate(current, items, None), body)
         self.state.meta.set(charged_key, "1")
         self._finished_batch = pending.batch_id
         self.report.batch_applied = pending.batch_id
-        self._prompts.update(summary.prompt_refs())
+        self.stage.prompts.update(summary.prompt_refs())
         return handled
 
     # -- steps 3 and 4: summaries ------------------------------------------------------------
@@ -232,25 +233,25 @@ class Rewrite:
         self.report.parsed = selection.parsed
         self.report.selected = len(selection.changed)
         self.report.failed += len(selection.corrupt)
-        self._records += selection.refreshed
+        self.stage.records += selection.refreshed
         asking: list[Candidate] = []
         for candidate in selection.changed:
             if not candidate.input.facts:
-                self._write_without_facts(uow, candidate)
+                self.stage.without_facts(candidate, self.mode)
             elif self.client is None:
-                self._template(uow, candidate, "markers provider")
+                self.stage.template(candidate, "markers provider")
             else:
                 asking.append(candidate)
         if not asking:
             return
         if self.settings.use_batches and self.batch_client is not None:
             if self.report.batch_applied is None:
-                self._submit_batch(uow, asking)
+                self._submit_batch(asking)
             return  # with a batch just applied, the rest waits for the next run
         for position, candidate in enumerate(asking):
-            if not self._ask(uow, candidate):
+            if not self._ask(candidate):
                 for rest in asking[position:]:
-                    self._template(uow, rest, self.report.template_reason or "llm unavailable")
+                    self.stage.template(rest, self.report.template_reason or "llm unavailable")
                 return
 
     def summary_request(self, summary_input: SummaryInput, correction: str = "") -> ToolRequest:
@@ -261,7 +262,7 @@ class Rewrite:
             correction=correction,
         )
 
-    def _ask(self, uow: UnitOfWork, candidate: Candidate) -> bool:
+    def _ask(self, candidate: Candidate) -> bool:
         """Write one summary through the LLM. Return False when the LLM cannot be used any
         more in this run (the caller falls back to the template for the rest)."""
         assert self.client is not None  # noqa: S101 - only called in llm mode
@@ -284,22 +285,22 @@ class Rewrite:
                 return False
             self.report.llm_calls += 1
             self._charge_call(result.usage, result.model, batch=False)
-            self._prompts.update(summary.prompt_refs())
+            self.stage.prompts.update(summary.prompt_refs())
             try:
                 body = summary.validate_summary(
                     summary.summary_from_tool_input(result.tool_input), candidate.input.ids
                 )
             except summary.InvalidSummaryError as error:
                 if attempt == 2:
-                    self._refused(candidate.input.entity.ref, error)
+                    self.stage.refused(candidate.input.entity.ref, error)
                     return True
                 correction = summary.correction_for(error)
                 continue
-            self._write(uow, candidate, body, "llm", templated=False)
+            self.stage.model_summary(candidate, body)
             return True
         return True
 
-    def _submit_batch(self, uow: UnitOfWork, asking: list[Candidate]) -> None:
+    def _submit_batch(self, asking: list[Candidate]) -> None:
         assert self.batch_client is not None  # noqa: S101 - checked by the caller
         requests = [
             (custom_id_for(c.input.entity.ref, c.input.digest), self.summary_request(c.input))
@@ -328,51 +329,11 @@ class Rewrite:
                     },
                 )
                 self.report.batch_submitted = batch_id
-                self._prompts.update(summary.prompt_refs())
+                self.stage.prompts.update(summary.prompt_refs())
                 log.info("rewrite.batch_submitted", batch_id=batch_id, requests=len(requests))
                 return
         for candidate in asking:
-            self._template(uow, candidate, self.report.template_reason or "llm unavailable")
-
-    def _template(self, uow: UnitOfWork, candidate: Candidate, reason: str) -> None:
-        self.report.template_reason = self.report.template_reason or reason
-        self._prompts.add(summary.TEMPLATE_REF)
-        self._write(uow, candidate, summary.render_template(candidate.input), "template", True)
-
-    def _write_without_facts(self, uow: UnitOfWork, candidate: Candidate) -> None:
-        entity = candidate.input.entity
-        body = summary.all_cold_body(entity.name) if candidate.input.cold_count else ""
-        text = summary.summary_file(entity.name, body)
-        if uow.read_text(entity.summary_path) != text:
-            uow.write_text(entity.summary_path, text)
-            if body:
-                self.report.archived += 1
-        self._record(candidate, self.mode)
-
-    def _write(
-        self, uow: UnitOfWork, candidate: Candidate, body: str, mode: Mode, templated: bool
-    ) -> None:
-        entity = candidate.input.entity
-        text = summary.summary_file(entity.name, body)
-        if uow.read_text(entity.summary_path) != text:
-            uow.write_text(entity.summary_path, text)
-            self.report.summaries += 1
-            self.report.templated += templated
-        self._record(candidate, mode)
-
-    def _record(self, candidate: Candidate, mode: Mode) -> None:
-        self._records.append(
-            EntityRewrite(
-                candidate.input.entity.ref,
-                self.clock(),
-                tracking_digest(mode, candidate.items_digest, candidate.input.digest),
-                candidate.input.next_change,
-            )
-        )
-
-    def _refused(self, ref: str, error: summary.InvalidSummaryError) -> None:
-        self.report.refused += 1
-        log.warning("rewrite.summary_refused", ref=ref, reason=error.reason, answer=error.raw[:500])
+            self.stage.template(candidate, self.report.template_reason or "llm unavailable")
 
     # -- step 5: consolidation ---------------------------------------------------------------
 
@@ -395,7 +356,7 @@ class Rewrite:
         self.report.consolidations_refused += outcome.refused
         self._memos.update(outcome.memos)
         if outcome.calls:
-            self._prompts.update(consolidate.prompt_refs())
+            self.stage.prompts.update(consolidate.prompt_refs())
 
     # -- step 6: commit and record -----------------------------------------------------------
 
@@ -403,12 +364,12 @@ class Rewrite:
         if uow.plan():
             trailers = {
                 RUN_TRAILER: self.run_id,
-                "Memoryd-Prompts": ", ".join(sorted(self._prompts)) or "none",
+                "Memoryd-Prompts": ", ".join(sorted(self.stage.prompts)) or "none",
             }
             self.report.commit = uow.apply_and_commit(self.report.message(), trailers)
         now = self.clock()
         with self.state.transaction():
-            self.state.rewrites.record_many(self._records)
+            self.state.rewrites.record_many(self.stage.records)
             for key, value in sorted(self._memos.items()):
                 self.state.meta.set(key, value)
             if self._finished_batch is not None:

@@ -11,6 +11,7 @@ malformed one is a packaging mistake and raises PromptError before anything is t
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -19,6 +20,7 @@ from memoryd.errors import ConfigError, StoreError
 from memoryd.llm.anthropic_client import AnthropicClient
 from memoryd.llm.base import estimate_tokens
 from memoryd.prompts import check_prompts
+from memoryd.redaction import redact
 from memoryd.rewrite import consolidate
 from memoryd.rewrite.engine import Rewrite, RewriteSettings
 from memoryd.rewrite.explain import explain_target
@@ -96,6 +98,7 @@ def build_rewrite(
         prices=settings.llm.price_table(),
         clock=env.clock,
         scan_secrets=make_scanner(settings),
+        scrub=functools.partial(redact, extra_patterns=tuple(settings.cleaning.extra_patterns)),
     )
 
 
