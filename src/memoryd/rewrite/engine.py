@@ -46,6 +46,13 @@ from memoryd.rewrite import consolidate, summary
 from memoryd.rewrite.batch import custom_id_for, match_results
 from memoryd.rewrite.bounded import consolidate_bounded
 from memoryd.rewrite.ledger import JOB, Ledger
+from memoryd.rewrite.recovery import (
+    CHARGED_KEY_PREFIX,
+    INTENT_KEY,
+    build_intent,
+    finalize,
+    finish_interrupted_rewrite,
+)
 from memoryd.rewrite.report import RewriteReport
 from memoryd.rewrite.select import (
     Candidate,
@@ -63,8 +70,6 @@ from memoryd.store.index import write_index
 from memoryd.store.unit import UnitOfWork
 
 log = get_logger(__name__)
-
-CHARGED_KEY_PREFIX = "rewrite.batch_charged:"
 
 
 @dataclass(frozen=True)
@@ -132,6 +137,7 @@ class Rewrite:
         started = monotonic_time.monotonic()
         self.state.runs.start(self.run_id, JOB, self.clock())
         log.info("rewrite.started", run_id=self.run_id, mode=self.mode, poll_only=poll_only)
+        finish_interrupted_rewrite(self.state, self.git, self.clock())
         UnitOfWork(self.git).commit_foreign_edits(self.scan_secrets)
         uow = self._uow
         catalog = EntityCatalog.load(uow)
@@ -361,22 +367,25 @@ class Rewrite:
     # -- step 6: commit and record -----------------------------------------------------------
 
     def _commit(self, uow: UnitOfWork) -> None:
-        if uow.plan():
+        plan = uow.plan()
+        intent = build_intent(
+            self.run_id,
+            writes=plan,
+            records=self.stage.records,
+            memos=self._memos,
+            finished_batch=self._finished_batch,
+            succeeded=self.report.outcome != "failed",
+        )
+        if plan:
+            # Recorded before any file is written: a run killed from here on is finished or
+            # undone by the next one (memoryd.rewrite.recovery).
+            self.state.meta.set_json(INTENT_KEY, intent)
             trailers = {
                 RUN_TRAILER: self.run_id,
                 "Memoryd-Prompts": ", ".join(sorted(self.stage.prompts)) or "none",
             }
             self.report.commit = uow.apply_and_commit(self.report.message(), trailers)
-        now = self.clock()
-        with self.state.transaction():
-            self.state.rewrites.record_many(self.stage.records)
-            for key, value in sorted(self._memos.items()):
-                self.state.meta.set(key, value)
-            if self._finished_batch is not None:
-                self.state.rewrites.finish_batch(self._finished_batch)
-                self.state.meta.delete(CHARGED_KEY_PREFIX + self._finished_batch)
-            if self.report.outcome != "failed":
-                self.state.rewrites.set_last_success(now)
+        finalize(self.state, intent, self.clock())
         did_something = (
             self.report.commit or self.report.batch_submitted or self.report.batch_applied
         )
