@@ -149,7 +149,15 @@ class Daemon:
         """Schedule the jobs and run until SIGTERM/SIGINT; return the exit code (always 0)."""
         # Our listeners report missed runs and errors as DESIGN events; APScheduler's own
         # per-run INFO lines would only be noise in the journal.
-        logging.getLogger("apscheduler").setLevel(logging.ERROR)
+        scheduler_logger = logging.getLogger("apscheduler")
+        level = scheduler_logger.level
+        scheduler_logger.setLevel(logging.ERROR)
+        try:
+            return self._run()
+        finally:
+            scheduler_logger.setLevel(level)
+
+    def _run(self) -> int:
         self._schedule()
         log.info(
             "daemon.started",
