@@ -2,7 +2,8 @@
 
 A run, in order:
 
-1. edits others left uncommitted in the store are committed first, in their own commit;
+1. a killed predecessor's rewrite is finished or undone (`memoryd.rewrite.recovery`); edits
+   others left uncommitted in the store are committed, in their own commit;
 2. a pending Message Batch is polled once: still running, the run ends there (outcome
    `batch-pending`, nothing written); ended, its answers are validated and applied, and no new
    batch is submitted in the same run;
@@ -14,10 +15,10 @@ A run, in order:
    `template_reason` in `rewrite.finished` and in the commit message);
 5. skills indexes, routine files and the tacit file past their bound are consolidated (LLM only;
    an answer refused for some content is not asked again until that content changes);
-6. `life/index.md` is regenerated; everything is committed in one commit; then the tracking of
-   each rewritten entity (digest, next tier-change date) is recorded, and an applied batch is
-   forgotten. Recording after the commit means a run killed in between redoes the same work
-   (answers from an ended batch are fetched again, not paid again) rather than losing it.
+6. `life/index.md` is regenerated; the commit intent is recorded; everything is committed in
+   one commit; then the tracking of each rewritten entity (digest, next tier-change date) is
+   recorded and an applied batch forgotten, in one database transaction. A run killed after
+   its commit has that bookkeeping finished by the next run, so nothing is paid for twice.
 
 A model summary that fails validation twice (or once, from a batch) is refused: the previous
 summary stays and the entity is not recorded, so it is selected again on the next run.
@@ -166,9 +167,10 @@ class Rewrite:
         if pending is None:
             return set()
         if self.batch_client is None:
+            # The provider is now `markers`: the batch is kept for when the LLM is back, and
+            # this run goes on with the template.
             log.warning("rewrite.batch_unpolled", batch_id=pending.batch_id)
             self.report.batch_pending = pending.batch_id
-            self.report.outcome = "batch-pending"
             return set()
         try:
             status = self.batch_client.batch_status(pending.batch_id)
