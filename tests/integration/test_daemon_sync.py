@@ -93,3 +93,28 @@ def test_an_unreachable_remote_keeps_the_local_commit_and_is_retried_next_time(
     assert again.outcome == "nothing-new"
     assert "git.pushed" in [e["event"] for e in logs]
     assert git(remote, "rev-parse", "main").strip() == report.commit
+
+
+def test_the_daemons_rewrite_job_commits_records_success_and_pushes(
+    ws: Workspace, tmp_path: Path
+) -> None:
+    from memoryd.daemon.notify import Notifier
+    from memoryd.daemon.scheduler import Daemon
+    from memoryd.settings import LoadedConfig
+
+    remember(ws, "a.jsonl", "Jane Doe: Joined Acme as CTO", "2026-03-01T09:00:00Z")
+    settings = pushing(ws)
+    daemon = Daemon(
+        LoadedConfig(tmp_path / "memoryd.toml", settings), ws.environment(), Notifier({})
+    )
+    daemon.heartbeat_job()
+    assert daemon.rewrite_overdue()  # never rewritten: the daemon would catch up at start
+
+    with capture_logs() as logs:
+        daemon.rewrite_job()
+    finished = next(e for e in logs if e["event"] == "rewrite.finished")
+    assert finished["outcome"] == "ok"
+    assert finished["commit"] is not None
+    assert "git.pushed" in [e["event"] for e in logs]
+    assert git(tmp_path / "remote.git", "rev-parse", "main").strip() == finished["commit"]
+    assert not daemon.rewrite_overdue()

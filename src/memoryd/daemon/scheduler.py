@@ -24,7 +24,6 @@ invalid one is logged and the old one kept. The daemon never exits 75.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import logging
 import os
 import signal
@@ -32,8 +31,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
-from types import ModuleType
+from datetime import UTC, datetime
 
 from apscheduler.events import (
     EVENT_JOB_ERROR,
@@ -46,7 +44,6 @@ from apscheduler.events import (
 from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers import SchedulerNotRunningError
 from apscheduler.schedulers.blocking import BlockingScheduler
-from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.date import DateTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
@@ -54,6 +51,20 @@ from memoryd.daemon import hooks
 from memoryd.daemon.jobs import Environment, git_store, open_state, run_heartbeat
 from memoryd.daemon.notify import Notifier
 from memoryd.daemon.runner import JobRunner, JobTracker, TrackedExtractor
+from memoryd.daemon.schedule import (
+    CATCHUP_REWRITE_JOB,
+    HEARTBEAT_JOB,
+    REWRITE_DEADLINE_SECONDS,
+    REWRITE_JOB,
+    REWRITE_MISFIRE_GRACE_SECONDS,
+    REWRITE_STALE_AFTER,
+    STARTUP_HEARTBEAT_JOB,
+    STUCK_MARGIN_SECONDS,
+    WATCHDOG_JOB,
+    heartbeat_trigger,
+    rewrite_trigger,
+    status_line,
+)
 from memoryd.daemon.signals import SignalChannel
 from memoryd.errors import ConfigError
 from memoryd.extractors.heartbeat import HeartbeatReport
@@ -68,21 +79,6 @@ from memoryd.settings import (
 )
 
 log = get_logger(__name__)
-
-HEARTBEAT_JOB = "heartbeat"
-STARTUP_HEARTBEAT_JOB = "heartbeat-at-start"
-REWRITE_JOB = "rewrite"
-CATCHUP_REWRITE_JOB = "rewrite-catch-up"
-WATCHDOG_JOB = "watchdog"
-REWRITE_STALE_AFTER = timedelta(days=7)
-# A weekly job that runs a day late is still worth running; a heartbeat later than one interval
-# is superseded by the next one anyway.
-REWRITE_MISFIRE_GRACE_SECONDS = 24 * 3600
-# How long past its last sign of progress a job counts as stuck, on top of the time the LLM
-# client may legitimately spend on one call with all its retries.
-STUCK_MARGIN_SECONDS = 600.0
-# A weekly rewrite of a large store makes hundreds of sequential calls without telling us.
-REWRITE_DEADLINE_SECONDS = 6 * 3600.0
 
 
 @dataclass(frozen=True)
@@ -270,7 +266,7 @@ class Daemon:
         )
         self.scheduler.add_job(
             self.heartbeat_job,
-            _heartbeat_trigger(schedule),
+            heartbeat_trigger(schedule),
             id=HEARTBEAT_JOB,
             misfire_grace_time=schedule.heartbeat_minutes * 60,
         )
@@ -299,7 +295,7 @@ class Daemon:
 
     def _reschedule(self, old: ScheduleSettings, new: ScheduleSettings) -> None:
         if new.heartbeat_minutes != old.heartbeat_minutes:
-            self.scheduler.reschedule_job(HEARTBEAT_JOB, trigger=_heartbeat_trigger(new))
+            self.scheduler.reschedule_job(HEARTBEAT_JOB, trigger=heartbeat_trigger(new))
             self.scheduler.modify_job(HEARTBEAT_JOB, misfire_grace_time=new.heartbeat_minutes * 60)
         if (new.rewrite_cron, new.timezone) != (old.rewrite_cron, old.timezone):
             self.scheduler.reschedule_job(REWRITE_JOB, trigger=rewrite_trigger(new))
@@ -363,53 +359,22 @@ class Daemon:
             self._collect_rewrite_batch()
 
     def _rewrite(self, _run_id: str) -> None:
-        rewrite = _rewrite_module()
-        if rewrite is None:
-            log.error("job.failed", error="the weekly rewrite is not available in this version")
-            return
+        from memoryd.rewrite.job import run_rewrite  # noqa: PLC0415 - only this job needs it
+
         settings = self.settings
         git = git_store(settings, self.env.clock)
         hooks.before_writing(settings, git)
-        report = rewrite.run_rewrite(settings, self.env)
+        report = run_rewrite(settings, self.env)
         hooks.after_commit(settings, git, committed=report.commit is not None)
 
     def _collect_rewrite_batch(self) -> None:
         """Apply a weekly rewrite's Message Batch once it has ended (a no-op without one)."""
-        rewrite = _rewrite_module()
-        if rewrite is None or self.stopping:
+        from memoryd.rewrite.job import poll_rewrite_batch  # noqa: PLC0415 - as above
+
+        if self.stopping:
             return
         settings = self.settings
-        git = git_store(settings, self.env.clock)
-        report = rewrite.poll_rewrite_batch(settings, self.env)
+        report = poll_rewrite_batch(settings, self.env)
         if report is not None:
+            git = git_store(settings, self.env.clock)
             hooks.after_commit(settings, git, committed=report.commit is not None)
-
-
-def _rewrite_module() -> ModuleType | None:
-    """`memoryd.rewrite.job`, imported when first needed (it pulls in the rewrite machinery);
-    None in a build that does not ship it."""
-    try:
-        return importlib.import_module("memoryd.rewrite.job")
-    except ModuleNotFoundError as error:
-        if error.name in ("memoryd.rewrite", "memoryd.rewrite.job"):
-            return None
-        raise
-
-
-def _heartbeat_trigger(schedule: ScheduleSettings) -> IntervalTrigger:
-    return IntervalTrigger(minutes=schedule.heartbeat_minutes, timezone=UTC)
-
-
-def rewrite_trigger(schedule: ScheduleSettings) -> CronTrigger:
-    return CronTrigger.from_crontab(schedule.rewrite_cron, timezone=schedule.zone)
-
-
-def status_line(report: HeartbeatReport, at: datetime) -> str:
-    """The heartbeat's summary for `systemctl status` (one line)."""
-    c = report.counters
-    commit = report.commit[:12] if report.commit else "none"
-    return (
-        f"last heartbeat {at.astimezone(UTC):%Y-%m-%d %H:%M}Z {report.outcome}: "
-        f"+{c.facts_added} facts, {c.entities_created} entities, {report.chunks_extracted} "
-        f"chunks sent, {report.chunks_failed} failed, ${report.cost_usd:.4f}, commit {commit}"
-    )

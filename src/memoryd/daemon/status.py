@@ -21,7 +21,7 @@ from typing import Any
 
 from memoryd.daemon.jobs import Environment, build_sources
 from memoryd.daemon.lock import LOCK_NAME, read_holder
-from memoryd.daemon.scheduler import REWRITE_STALE_AFTER, rewrite_trigger
+from memoryd.daemon.schedule import REWRITE_STALE_AFTER, rewrite_trigger
 from memoryd.settings import Settings, state_directory
 from memoryd.sources.cursor import FileCursor
 from memoryd.state.facade import DATABASE_FILE_NAME, State

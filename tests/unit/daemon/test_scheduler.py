@@ -17,16 +17,14 @@ from structlog.testing import capture_logs
 from memoryd.daemon.commands import cmd_run
 from memoryd.daemon.jobs import Environment, open_state
 from memoryd.daemon.notify import Notifier
-from memoryd.daemon.scheduler import (
+from memoryd.daemon.schedule import (
     CATCHUP_REWRITE_JOB,
     HEARTBEAT_JOB,
     REWRITE_JOB,
     STARTUP_HEARTBEAT_JOB,
     WATCHDOG_JOB,
-    Daemon,
-    DaemonOptions,
-    StopPolicy,
 )
+from memoryd.daemon.scheduler import Daemon, DaemonOptions, StopPolicy
 from memoryd.settings import load_settings
 from memoryd.store.layout import init_store
 

@@ -1,0 +1,50 @@
+"""The schedule's vocabulary: job ids, triggers, deadlines, and the daemon's status line.
+
+Shared by the daemon (`memoryd.daemon.scheduler`) and by `memoryd status`, which computes the
+next runs from the same triggers without importing the scheduler itself. Triggers take `now` as
+an argument, so the next fire times are plain functions of the configuration and a clock.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from apscheduler.triggers.cron import CronTrigger
+from apscheduler.triggers.interval import IntervalTrigger
+
+from memoryd.extractors.heartbeat import HeartbeatReport
+from memoryd.settings import ScheduleSettings
+
+HEARTBEAT_JOB = "heartbeat"
+STARTUP_HEARTBEAT_JOB = "heartbeat-at-start"
+REWRITE_JOB = "rewrite"
+CATCHUP_REWRITE_JOB = "rewrite-catch-up"
+WATCHDOG_JOB = "watchdog"
+REWRITE_STALE_AFTER = timedelta(days=7)
+# A weekly job that runs a day late is still worth running; a heartbeat later than one interval
+# is superseded by the next one anyway.
+REWRITE_MISFIRE_GRACE_SECONDS = 24 * 3600
+# How long past its last sign of progress a job counts as stuck, on top of the time the LLM
+# client may legitimately spend on one call with all its retries.
+STUCK_MARGIN_SECONDS = 600.0
+# A weekly rewrite of a large store makes hundreds of sequential calls without telling us.
+REWRITE_DEADLINE_SECONDS = 6 * 3600.0
+
+
+def heartbeat_trigger(schedule: ScheduleSettings) -> IntervalTrigger:
+    return IntervalTrigger(minutes=schedule.heartbeat_minutes, timezone=UTC)
+
+
+def rewrite_trigger(schedule: ScheduleSettings) -> CronTrigger:
+    return CronTrigger.from_crontab(schedule.rewrite_cron, timezone=schedule.zone)
+
+
+def status_line(report: HeartbeatReport, at: datetime) -> str:
+    """The heartbeat's summary for `systemctl status` (one line)."""
+    c = report.counters
+    commit = report.commit[:12] if report.commit else "none"
+    return (
+        f"last heartbeat {at.astimezone(UTC):%Y-%m-%d %H:%M}Z {report.outcome}: "
+        f"+{c.facts_added} facts, {c.entities_created} entities, {report.chunks_extracted} "
+        f"chunks sent, {report.chunks_failed} failed, ${report.cost_usd:.4f}, commit {commit}"
+    )
