@@ -19,6 +19,9 @@ FAKE_KEY = "sk-ant-api03-" + "A1b2C3d4" * 11 + "xyzAA"
 @pytest.fixture
 def stream() -> Iterator[io.StringIO]:
     buffer = io.StringIO()
+    # Other tests (the daemon's) may have tuned a library logger's level; start from defaults.
+    for name in ("apscheduler", "apscheduler.scheduler"):
+        logging.getLogger(name).setLevel(logging.NOTSET)
     configure_logging("json", "debug", stream=buffer)
     yield buffer
     logging.getLogger().handlers.clear()
