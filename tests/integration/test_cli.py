@@ -133,7 +133,9 @@ def test_init_is_idempotent_and_heartbeat_files_markers(tmp_path: Path) -> None:
     )
     dry = memoryd("heartbeat", "--dry-run", cwd=tmp_path)
     assert dry.returncode == EXIT_OK
-    assert json.loads(dry.stdout)["chunks_to_send"] == 1
+    dry_report = json.loads(dry.stdout)
+    assert dry_report["chunks_to_send"] == 1
+    assert (dry_report["provider"], dry_report["estimated_cost_usd"]) == ("markers", 0.0)
     assert not (tmp_path / "store" / "MEMORY.md").read_text(encoding="utf-8").count("Prefers")
     beat = memoryd("heartbeat", cwd=tmp_path)
     assert beat.returncode == EXIT_OK, beat.stderr

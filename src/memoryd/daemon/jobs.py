@@ -222,4 +222,9 @@ def dry_run_heartbeat(settings: Settings, env: Environment) -> dict[str, object]
     with open_state(settings, env) as state:
         # A dry run calls no model: the markers extractor stands in and is never asked.
         heartbeat = build_heartbeat(settings, env, state, MarkersExtractor(scrub), dry_run=True)
-        return heartbeat.dry_run()
+        report = heartbeat.dry_run()
+    report["provider"] = settings.llm.provider
+    if settings.llm.provider == "markers":
+        # Markers are filed without a model: nothing is sent and nothing is billed.
+        report.update(model=None, estimated_input_tokens=0, estimated_cost_usd=0.0)
+    return report
