@@ -220,3 +220,46 @@ def test_killed_while_a_request_is_in_flight_then_finished(
         assert len(server.message_requests) == len(DAYS) - answered_before_kill
         assert before == answered_before_kill + 1
     assert normalized_tree(workspace) == reference
+
+
+def rewrite(config: Path, root: Path) -> subprocess.CompletedProcess[str]:
+    environ = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(root),
+        "ANTHROPIC_API_KEY": "sk-ant-test-0000",
+        "PYTHONPATH": os.pathsep.join(sys.path),
+    }
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "memoryd",
+            "--config",
+            str(config),
+            "--log-format",
+            "json",
+            "rewrite",
+        ],
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_a_rewrite_after_a_killed_heartbeat_never_commits_its_half_done_writes(
+    tmp_path: Path, wrapper: Path, reference: dict[str, str]
+) -> None:
+    with FakeAnthropicServer(handler=model) as server:
+        workspace, config = prepare(tmp_path / "crash", server.base_url)
+        assert finish(start(config, wrapper, "before-add", workspace.root)) == -signal.SIGKILL
+        assert workspace.git("status", "--porcelain")  # half-done writes on disk
+        done = rewrite(config, workspace.root)
+        assert done.returncode in (0, 1), done.stderr
+        subjects = workspace.commits()
+        assert not any("outside memoryd" in subject for subject in subjects), subjects
+        assert not (workspace.store / "life/areas/people/jane-doe").exists()
+        assert finish(start(config, None, None, workspace.root)) == 0
+    facts = {p: t for p, t in normalized_tree(workspace).items() if p.endswith("items.json")}
+    assert facts == {p: t for p, t in reference.items() if p.endswith("items.json")}

@@ -26,6 +26,7 @@ from memoryd.extractors.extract import (
 )
 from memoryd.extractors.heartbeat import Heartbeat, HeartbeatReport, HeartbeatSettings, Source
 from memoryd.redaction import redact, secret_kinds
+from memoryd.rewrite.recovery import finish_interrupted_rewrite
 from memoryd.settings import Settings, find_api_key, find_base_url, state_directory
 from memoryd.sources.clean import clean_conversation
 from memoryd.sources.model import Conversation
@@ -194,6 +195,9 @@ def run_heartbeat(
         heartbeat = build_heartbeat(
             settings, env, state, wrapped, should_stop=should_stop, run_id=run_id
         )
+        # A rewrite killed mid-commit left its own half-done writes: undo (or finish) them
+        # first, so the heartbeat never commits them as someone else's edits.
+        finish_interrupted_rewrite(state, heartbeat.git, env.clock())
         report = heartbeat.run()
     hooks.after_commit(settings, git, committed=bool(report.commit or report.foreign_commit))
     return report

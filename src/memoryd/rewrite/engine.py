@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
-from memoryd.extractors.recovery import RUN_TRAILER
+from memoryd.extractors.recovery import RUN_TRAILER, finish_interrupted_commit
 from memoryd.llm.base import (
     BatchClient,
     LLMClient,
@@ -138,6 +138,9 @@ class Rewrite:
         started = monotonic_time.monotonic()
         self.state.runs.start(self.run_id, JOB, self.clock())
         log.info("rewrite.started", run_id=self.run_id, mode=self.mode, poll_only=poll_only)
+        # Either job's killed commit is finished or undone before anything else, so neither
+        # commits the other's half-done writes as someone else's edits.
+        finish_interrupted_commit(self.state, self.git, self.clock())
         finish_interrupted_rewrite(self.state, self.git, self.clock())
         UnitOfWork(self.git).commit_foreign_edits(self.scan_secrets)
         uow = self._uow
