@@ -113,6 +113,7 @@ def cmd_check(
 ) -> int:
     report = check_environment(config.settings, environ)
     report.problems.extend(_store_problems(config))
+    report.problems.extend(_prompt_problems())
     _print_report(report, config, out)
     log.info(
         "check.finished",
@@ -121,6 +122,17 @@ def cmd_check(
         warnings=len(report.warnings),
     )
     return EXIT_OK if report.ok else EXIT_CONFIG
+
+
+def _prompt_problems() -> list[str]:
+    """Every packaged prompt must load (a missing or malformed one is a packaging mistake)."""
+    from memoryd.prompts import PromptError, check_prompts  # noqa: PLC0415 - keeps startup light
+
+    try:
+        check_prompts()
+    except PromptError as error:
+        return [f"prompts: {error}"]
+    return []
 
 
 def _store_problems(config: LoadedConfig) -> list[str]:

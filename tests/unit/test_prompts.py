@@ -8,7 +8,16 @@ from memoryd.prompts import PromptError, check_prompts, load_prompt, parse_promp
 
 
 def test_packaged_prompts_load_with_versions() -> None:
-    assert check_prompts() == ["extract-system@1", "extract-user@1"]
+    refs = check_prompts()
+    assert refs[:2] == ["extract-system@1", "extract-user@1"]
+    assert {ref.split("@")[0] for ref in refs} == {
+        "extract-system",
+        "extract-user",
+        "summary-system",
+        "summary-user",
+        "consolidate-system",
+        "consolidate-user",
+    }
 
 
 def test_rendering_needs_exactly_the_declared_variables() -> None:

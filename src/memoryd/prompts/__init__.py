@@ -18,7 +18,14 @@ from memoryd.errors import MemorydError
 
 _HEADER = re.compile(r"\A<!--\n(?P<header>.*?)\n-->\n", re.DOTALL)
 _PLACEHOLDER = re.compile(r"\{\{([a-z_]+)\}\}")
-PROMPT_NAMES = ("extract-system", "extract-user")
+PROMPT_NAMES = (
+    "extract-system",
+    "extract-user",
+    "summary-system",
+    "summary-user",
+    "consolidate-system",
+    "consolidate-user",
+)
 
 
 class PromptError(MemorydError):
