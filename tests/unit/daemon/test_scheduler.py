@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import signal
 import socket
 import sqlite3
 import threading
@@ -261,3 +262,17 @@ def test_the_daemon_never_exits_75_even_when_it_cannot_start(root: Path) -> None
     assert code == 1
     assert logs[-1]["event"] == "daemon.failed"
     assert logs[-1]["error_type"] == "StateBusyError"
+
+
+@pytest.mark.parametrize("number", [signal.SIGTERM, signal.SIGINT])
+def test_sigterm_and_sigint_both_stop_and_tell_systemd(
+    root: Path, notify_socket: tuple[socket.socket, str], number: signal.Signals
+) -> None:
+    sock, path = notify_socket
+    daemon = make_daemon(root, {"NOTIFY_SOCKET": path})
+    with capture_logs() as logs:
+        daemon._on_signal(number)
+        daemon._on_signal(number)  # a second signal changes nothing
+    assert daemon.stopping
+    assert sock.recv(100) == b"STOPPING=1"
+    assert [(e["event"], e["reason"]) for e in logs] == [("daemon.stopping", number.name)]
