@@ -197,7 +197,7 @@ def render_status(report: dict[str, Any]) -> str:
         lines.append(
             f"last heartbeat: {last['started_at']} {last['outcome']}, commit "
             f"{(last['commit'] or 'none')[:12]}, +{counters.get('facts_added', 0)} facts, "
-            f"${counters.get('cost_usd', 0)}"
+            f"${float(counters.get('cost_usd') or 0):.4f}"
         )
     for run in report["unfinished_runs"]:
         lines.append(f"unfinished: {run['job']} {run['run_id']} since {run['started_at']}")
