@@ -25,6 +25,7 @@ from memoryd.extractors.extract import (
     MarkersExtractor,
 )
 from memoryd.extractors.heartbeat import Heartbeat, HeartbeatReport, HeartbeatSettings, Source
+from memoryd.llm.anthropic_client import AnthropicClient
 from memoryd.redaction import redact, secret_kinds
 from memoryd.rewrite.recovery import finish_interrupted_rewrite
 from memoryd.settings import Settings, find_api_key, find_base_url, state_directory
@@ -60,15 +61,12 @@ def build_sources(settings: Settings) -> list[Source]:
 
 
 @contextmanager
-def extractor_for(settings: Settings, env: Environment) -> Iterator[Extractor]:
-    """The configured extractor; an API client is closed (its connections too) on exit."""
-    patterns = tuple(settings.cleaning.extra_patterns)
-    scrub = functools.partial(redact, extra_patterns=patterns)
+def llm_client_for(settings: Settings, env: Environment) -> Iterator[AnthropicClient | None]:
+    """The Anthropic client the configuration asks for (None with `provider = "markers"`),
+    closed with its connections on exit. Raise ConfigError when no API key can be found."""
     if settings.llm.provider == "markers":
-        yield MarkersExtractor(scrub=scrub)
+        yield None
         return
-    from memoryd.llm.anthropic_client import AnthropicClient  # noqa: PLC0415 - heavy import
-
     api_key, where = find_api_key(settings, env.environ)
     if api_key is None:
         raise ConfigError(None, [f"At 'llm': no API key found ({where}); run `memoryd check`"])
@@ -78,12 +76,23 @@ def extractor_for(settings: Settings, env: Environment) -> Iterator[Extractor]:
         timeout_seconds=settings.llm.timeout_seconds,
         max_attempts=settings.llm.max_attempts,
     ) as client:
-        yield LLMExtractor(
-            client,
-            model=settings.llm.model,
-            max_tokens=settings.llm.max_output_tokens,
-            scrub=scrub,
-        )
+        yield client
+
+
+@contextmanager
+def extractor_for(settings: Settings, env: Environment) -> Iterator[Extractor]:
+    """The configured extractor: the model through the API, or the markers provider."""
+    scrub = functools.partial(redact, extra_patterns=tuple(settings.cleaning.extra_patterns))
+    with llm_client_for(settings, env) as client:
+        if client is None:
+            yield MarkersExtractor(scrub=scrub)
+        else:
+            yield LLMExtractor(
+                client,
+                model=settings.llm.model,
+                max_tokens=settings.llm.max_output_tokens,
+                scrub=scrub,
+            )
 
 
 def heartbeat_settings(settings: Settings) -> HeartbeatSettings:

@@ -12,11 +12,9 @@ malformed one is a packaging mistake and raises PromptError before anything is t
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator
-from contextlib import contextmanager
 
-from memoryd.daemon.jobs import Environment, git_store, make_scanner, open_state
-from memoryd.errors import ConfigError, StoreError
+from memoryd.daemon.jobs import Environment, git_store, llm_client_for, make_scanner, open_state
+from memoryd.errors import StoreError
 from memoryd.llm.anthropic_client import AnthropicClient
 from memoryd.llm.base import estimate_tokens
 from memoryd.prompts import check_prompts
@@ -27,7 +25,7 @@ from memoryd.rewrite.explain import explain_target
 from memoryd.rewrite.report import RewriteReport
 from memoryd.rewrite.select import Mode, select
 from memoryd.rewrite.tiers import TierRule
-from memoryd.settings import Settings, find_api_key, find_base_url
+from memoryd.settings import Settings
 from memoryd.state.facade import State
 from memoryd.store.catalog import EntityCatalog
 from memoryd.store.layout import check_format, open_store, read_format
@@ -51,24 +49,6 @@ def rewrite_settings(settings: Settings) -> RewriteSettings:
         tacit_file=settings.store.tacit_file,
         daily_usd=settings.budget.daily_usd,
     )
-
-
-@contextmanager
-def llm_client_for(settings: Settings, env: Environment) -> Iterator[AnthropicClient | None]:
-    """The Anthropic client for the rewrite, or None with `provider = "markers"`."""
-    if settings.llm.provider == "markers":
-        yield None
-        return
-    api_key, where = find_api_key(settings, env.environ)
-    if api_key is None:
-        raise ConfigError(None, [f"At 'llm': no API key found ({where}); run `memoryd check`"])
-    with AnthropicClient(
-        api_key=api_key,
-        base_url=find_base_url(settings, env.environ),
-        timeout_seconds=settings.llm.timeout_seconds,
-        max_attempts=settings.llm.max_attempts,
-    ) as client:
-        yield client
 
 
 def build_rewrite(
