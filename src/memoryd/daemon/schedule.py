@@ -21,6 +21,9 @@ REWRITE_JOB = "rewrite"
 CATCHUP_REWRITE_JOB = "rewrite-catch-up"
 WATCHDOG_JOB = "watchdog"
 REWRITE_STALE_AFTER = timedelta(days=7)
+# APScheduler's default is 1 s: a run that starts later (a suspended VPS, a busy worker) would be
+# skipped. An hour late is still worth running.
+DEFAULT_MISFIRE_GRACE_SECONDS = 3600
 # A weekly job that runs a day late is still worth running; a heartbeat later than one interval
 # is superseded by the next one anyway.
 REWRITE_MISFIRE_GRACE_SECONDS = 24 * 3600

@@ -53,6 +53,7 @@ from memoryd.daemon.notify import Notifier
 from memoryd.daemon.runner import JobRunner, JobTracker, TrackedExtractor
 from memoryd.daemon.schedule import (
     CATCHUP_REWRITE_JOB,
+    DEFAULT_MISFIRE_GRACE_SECONDS,
     HEARTBEAT_JOB,
     REWRITE_DEADLINE_SECONDS,
     REWRITE_JOB,
@@ -124,7 +125,11 @@ class Daemon:
         self.scheduler = BlockingScheduler(
             timezone=UTC,
             executors={"default": ThreadPoolExecutor(1), "watchdog": ThreadPoolExecutor(1)},
-            job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": 3600},
+            job_defaults={
+                "coalesce": True,  # runs missed while suspended or busy become one run
+                "max_instances": 1,
+                "misfire_grace_time": DEFAULT_MISFIRE_GRACE_SECONDS,
+            },
         )
         self.scheduler.add_listener(self._on_started, EVENT_SCHEDULER_STARTED)
         self.scheduler.add_listener(
@@ -241,11 +246,10 @@ class Daemon:
         if event.code == EVENT_JOB_ERROR:
             log.error("job.failed", job=event.job_id, error=repr(event.exception))
             return
-        reason = (
-            "the previous run was still going"
-            if event.code == EVENT_JOB_MAX_INSTANCES
-            else ("started later than its misfire grace time")
-        )
+        if event.code == EVENT_JOB_MAX_INSTANCES:
+            reason = "the previous run was still going"
+        else:
+            reason = "started later than its misfire grace time"
         scheduled = event.scheduled_run_time
         log.warning(
             "job.missed",
