@@ -31,8 +31,14 @@ step "the store after one heartbeat"
 step "an entity's facts: life/areas/people/dana-whitfield/items.json"
 cat demo-out/store/life/areas/people/dana-whitfield/items.json
 
+step "memoryd rewrite (the weekly summaries; without an LLM, the deterministic template)"
+memoryd --config "$config" --log-format console rewrite
+
 step "its summary: life/areas/people/dana-whitfield/summary.md"
 cat demo-out/store/life/areas/people/dana-whitfield/summary.md
+
+step "life/index.md"
+cat demo-out/store/life/index.md
 
 step "a daily note: memory/2026-11-24.md (the leaked token was redacted)"
 cat demo-out/store/memory/2026-11-24.md
