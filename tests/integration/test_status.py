@@ -131,3 +131,17 @@ def test_retry_requeues_what_status_lists_as_quarantined(ws: Workspace, tmp_path
     with open_state(settings, ws.environment()) as state:
         assert state.failures.quarantined() == []
         assert [r.chunk_key for r in state.failures.requeued()] == ["ops:s:2026-03-01:0"]
+
+
+def test_only_runs_not_superseded_by_a_finished_one_are_listed_as_unfinished(
+    ws: Workspace,
+) -> None:
+    settings = markers(ws)
+    with open_state(settings, ws.environment()) as state:
+        state.runs.start("killed-long-ago", "heartbeat", NOW - timedelta(hours=2))
+        state.runs.start("finished", "heartbeat", NOW - timedelta(hours=1))
+        state.runs.finish("finished", finished_at=NOW - timedelta(minutes=59), outcome="ok")
+        state.runs.start("running-now", "heartbeat", NOW - timedelta(minutes=1))
+    report = collect_status(settings, ws.environment())
+    assert [run["run_id"] for run in report["unfinished_runs"]] == ["running-now"]
+    assert "unfinished: heartbeat running-now" in render_status(report)

@@ -54,7 +54,13 @@ def collect_status(settings: Settings, env: Environment) -> dict[str, Any]:
         }
         last = state.runs.last("heartbeat")
         report["last_heartbeat"] = None if last is None else _run(last)
-        report["unfinished_runs"] = [_run(run) for run in state.runs.unfinished()]
+        # A run with no end is running now or was killed; one older than its job's last finished
+        # run was killed and has been superseded, so it is history, not status.
+        report["unfinished_runs"] = [
+            _run(run)
+            for run in state.runs.unfinished()
+            if (done := state.runs.last(run.job)) is None or run.started_at > done.started_at
+        ]
         report["next_runs"] = _next_runs(settings, now, last, state.rewrites.last_success())
         report["quarantined"] = [
             {
