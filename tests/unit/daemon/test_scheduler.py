@@ -276,3 +276,32 @@ def test_sigterm_and_sigint_both_stop_and_tell_systemd(
     assert daemon.stopping
     assert sock.recv(100) == b"STOPPING=1"
     assert [(e["event"], e["reason"]) for e in logs] == [("daemon.stopping", number.name)]
+
+
+def test_listeners_log_missed_runs_and_errors(root: Path) -> None:
+    from apscheduler.events import (
+        EVENT_JOB_ERROR,
+        EVENT_JOB_MAX_INSTANCES,
+        EVENT_JOB_MISSED,
+        JobExecutionEvent,
+    )
+
+    daemon = make_daemon(root)
+    with capture_logs() as logs:
+        daemon._on_job_event(JobExecutionEvent(EVENT_JOB_MISSED, HEARTBEAT_JOB, "default", NOW))
+        daemon._on_job_event(
+            JobExecutionEvent(EVENT_JOB_MAX_INSTANCES, HEARTBEAT_JOB, "default", NOW)
+        )
+        daemon._on_job_event(
+            JobExecutionEvent(
+                EVENT_JOB_ERROR, REWRITE_JOB, "default", NOW, exception=OSError("boom")
+            )
+        )
+    assert [(e["event"], e["job"]) for e in logs] == [
+        ("job.missed", HEARTBEAT_JOB),
+        ("job.missed", HEARTBEAT_JOB),
+        ("job.failed", REWRITE_JOB),
+    ]
+    assert logs[0]["scheduled"] == NOW.isoformat()
+    assert logs[1]["reason"] == "the previous run was still going"
+    assert "boom" in logs[2]["error"]
