@@ -182,14 +182,21 @@ class StateDB:
         self.execute("PRAGMA foreign_keys = ON")
 
     def _check_application_id(self) -> None:
-        found = int(self.scalar("PRAGMA application_id") or 0)
+        # Both reads in one read transaction: another process may be committing the first
+        # migration right now, and a snapshot sees its tables and its id together or neither.
+        self.execute("BEGIN DEFERRED")
+        try:
+            found = int(self.scalar("PRAGMA application_id") or 0)
+            tables = int(self.scalar("SELECT count(*) FROM sqlite_schema") or 0)
+        finally:
+            self.execute("COMMIT")
         if found not in (0, APPLICATION_ID):
             raise StateCorruptError(
                 self._path, f"application id {found:#x} is not memoryd's {APPLICATION_ID:#x}"
             )
         # The first migration sets the id in its own transaction: a database with tables but
         # without the id was made by something else.
-        if found == 0 and self.scalar("SELECT count(*) FROM sqlite_schema"):
+        if found == 0 and tables:
             raise StateCorruptError(self._path, "a SQLite database, but not memoryd's")
 
     def _migrate(self, migrations: Sequence[Migration]) -> None:
