@@ -24,13 +24,11 @@ A stale `index.lock` left by a crashed git is handled before every index write; 
 from __future__ import annotations
 
 import os
-import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import BinaryIO
 
 import structlog
@@ -40,8 +38,18 @@ from git.exc import GitCommandError, InvalidGitRepositoryError, NoSuchPathError
 
 from memoryd.errors import GitError
 from memoryd.store._gitlock import LockPolicy, clear_index_lock
+from memoryd.store._gitsupport import (
+    GitIdentity,
+    StoreStatus,
+    checked_relative,
+    nul_file,
+    remove_empty_parents,
+    under,
+)
 
 log = structlog.get_logger(__name__)
+
+__all__ = ["DEFAULT_BRANCH", "GitIdentity", "GitStore", "StoreStatus", "find_work_tree"]
 
 DEFAULT_BRANCH = "main"
 # Settings forced on every git command through GIT_CONFIG_COUNT/KEY/VALUE (git >= 2.31); these
@@ -51,30 +59,6 @@ _FORCED_CONFIG = (
     ("commit.gpgSign", "false"),
     ("core.quotePath", "false"),
 )
-
-
-@dataclass(frozen=True)
-class GitIdentity:
-    """Who memoryd's commits are by (config `git.author_name` / `git.author_email`)."""
-
-    name: str
-    email: str
-
-
-@dataclass(frozen=True)
-class StoreStatus:
-    """Uncommitted changes under the store folder, as sorted store-relative POSIX paths.
-
-    `modified` includes files staged as added; renames show as a deletion plus an untracked file.
-    """
-
-    modified: tuple[str, ...] = ()
-    untracked: tuple[str, ...] = ()
-    deleted: tuple[str, ...] = ()
-
-    @property
-    def clean(self) -> bool:
-        return not (self.modified or self.untracked or self.deleted)
 
 
 def find_work_tree(path: Path) -> Path | None:
@@ -204,7 +188,7 @@ class GitStore:
         inside or outside the store, are left staged and uncommitted. Return the new commit's
         sha, or None when the paths hold no change against HEAD. Raise GitError on failure.
         """
-        relative = sorted({_checked_relative(p) for p in paths})
+        relative = sorted({checked_relative(p) for p in paths})
         if not relative:
             return None
         with self._open() as session:
@@ -251,7 +235,7 @@ class GitStore:
         """Put store-relative files back as HEAD has them: a tracked file gets HEAD's content
         (undeleted if need be), a file HEAD does not have is removed. Return what was restored.
         Used to undo memoryd's own half-done writes; never call it on others' edits."""
-        relative = sorted({_checked_relative(p) for p in paths})
+        relative = sorted({checked_relative(p) for p in paths})
         if not relative:
             return []
         with self._open() as session:
@@ -279,7 +263,7 @@ class GitStore:
                     if target.is_file() or target.is_symlink():
                         target.unlink()
                         log.info("store.restored_removed", path=store_path)
-                        _remove_empty_parents(target.parent, self.store_root)
+                        remove_empty_parents(target.parent, self.store_root)
         log.info("store.restored", paths=len(relative))
         return relative
 
@@ -428,7 +412,7 @@ class _Session:
     ) -> str:
         """Run git with pathspecs fed through stdin: no argument-length limit, and with
         GIT_LITERAL_PATHSPECS no character in a file name is taken as a pattern."""
-        with _nul_file(pathspecs) as handle:
+        with nul_file(pathspecs) as handle:
             return self.run(
                 *arguments,
                 "--pathspec-from-file=-",
@@ -459,7 +443,7 @@ class _Session:
     def tracked(self, pathspecs: list[str]) -> set[str]:
         """Index entries at or below the given repo-relative pathspecs."""
         output = self.run("ls-files", "--cached", "-z", "--", *self.store_pathspec())
-        return _under({entry for entry in output.split("\0") if entry}, pathspecs)
+        return under({entry for entry in output.split("\0") if entry}, pathspecs)
 
     def staged_changes(self, pathspecs: list[str]) -> list[str]:
         """Files at or below the pathspecs whose staged content differs from HEAD."""
@@ -469,7 +453,7 @@ class _Session:
             "diff", "--cached", "--name-only", "-z", "--no-renames", "HEAD",
             "--", *self.store_pathspec(),
         )  # fmt: skip
-        return sorted(_under({entry for entry in output.split("\0") if entry}, pathspecs))
+        return sorted(under({entry for entry in output.split("\0") if entry}, pathspecs))
 
     def rebase_in_progress(self) -> bool:
         return (self.git_dir / "rebase-merge").exists() or (self.git_dir / "rebase-apply").exists()
@@ -479,49 +463,6 @@ class _Session:
         clear_index_lock(
             self.git_dir / "index.lock", (self.work_tree, self.git_dir), self.owner.lock_policy
         )
-
-
-def _under(entries: set[str], pathspecs: list[str]) -> set[str]:
-    """The entries equal to, or inside a folder named by, one of the pathspecs."""
-    wanted = set(pathspecs)
-    return {
-        entry
-        for entry in entries
-        if entry in wanted
-        or any(
-            "/".join(entry.split("/")[:depth]) in wanted for depth in range(1, entry.count("/") + 1)
-        )
-    }
-
-
-def _remove_empty_parents(folder: Path, root: Path) -> None:
-    """Remove `folder` and its parents up to (not including) `root` while they are empty, so an
-    undone write leaves no folder behind (an empty entity folder would still hold its slug)."""
-    while folder != root and root in folder.parents:
-        try:
-            folder.rmdir()
-        except OSError:
-            return  # not empty (or gone): stop here
-        folder = folder.parent
-
-
-def _checked_relative(path: str) -> str:
-    pure = PurePosixPath(path)
-    if pure.is_absolute() or not pure.parts or any(p in ("..", ".", "") for p in pure.parts):
-        raise GitError(f"refusing to commit {path!r}: not a plain path inside the store")
-    if pure.parts[0] == ".git":
-        raise GitError(f"refusing to commit {path!r}: inside .git")
-    return pure.as_posix()
-
-
-@contextmanager
-def _nul_file(entries: list[str]) -> Iterator[BinaryIO]:
-    """A NUL-separated list in an anonymous file, to feed git through stdin."""
-    with tempfile.TemporaryFile() as handle:
-        handle.write(b"".join(entry.encode("utf-8") + b"\0" for entry in entries))
-        handle.flush()
-        handle.seek(0)
-        yield handle
 
 
 def _stderr(error: GitCommandError) -> str:
