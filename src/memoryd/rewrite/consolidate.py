@@ -12,10 +12,8 @@ Three kinds of file grow between weekly rewrites and are brought back under `MAX
 memoryd numbers the existing tips `t1`, `t2`, ... in the request. An answer is refused as a
 whole (`ConsolidationRefusedError`, nothing written) when some tip is in no `from`, when a
 `from` names a number that was not given, or when the rewritten file would still pass the bound:
-nothing is ever lost and the bound holds. A topic file the answer no longer uses cannot be
-deleted through the store's transaction, so it becomes a stub holding only its heading and an
-HTML comment naming where its tips went (`MERGED_MARK`); comments are never numbered as tips,
-while a tip a heartbeat later adds to a stub is.
+nothing is ever lost and the bound holds. A topic file the answer no longer uses is removed
+(its tips live on in the topics the answer names; git keeps the old file in history).
 """
 
 from __future__ import annotations
@@ -50,7 +48,6 @@ TARGET_TOPICS: Final = 25
 TARGET_ROUTINE_TIPS: Final = 25
 TARGET_TACIT_TIPS: Final = 30
 MAX_OUTPUT_TOKENS: Final = 8000
-MERGED_MARK: Final = "<!-- memoryd: merged by the weekly rewrite into"
 
 TargetKind = Literal["skills", "routine", "tacit"]
 
@@ -284,20 +281,23 @@ def apply_answer(tx: FileTransaction, target: Target, answer: ConsolidateSkills)
     """Check the answer, then stage the rewritten files; return their paths. Raise
     ConsolidationRefusedError (nothing staged) when the answer is refused."""
     check_answer(target, answer)
+    files: dict[str, str | None]
     if target.kind == "skills":
         files = _render_skills(target, answer)
     elif target.kind == "routine":
         files = {target.path: _render_routine(target, answer)}
     else:
         files = {target.path: _render_tacit(target, answer)}
-    bounded = files[target.path]
+    bounded = files[target.path] or ""
     if _line_count(bounded) > MAX_LINES:
         raise ConsolidationRefusedError(
             f"{target.path} would still have {_line_count(bounded)} lines (at most {MAX_LINES})"
         )
-    for path in sorted(files):
-        if tx.read_text(path) != files[path]:
-            tx.write_text(path, files[path])
+    for path, text in sorted(files.items()):
+        if text is None:
+            tx.remove(path)
+        elif tx.read_text(path) != text:
+            tx.write_text(path, text)
     return sorted(files)
 
 
@@ -315,11 +315,12 @@ def _merged_topics(answer: ConsolidateSkills) -> list[tuple[str, str, list[str]]
     return [(slug, name, tips) for slug, (name, tips) in merged.items()]
 
 
-def _render_skills(target: Target, answer: ConsolidateSkills) -> dict[str, str]:
+def _render_skills(target: Target, answer: ConsolidateSkills) -> dict[str, str | None]:
+    """The files to write (text) and to remove (None)."""
     folder = target.folder
     agent = folder.rsplit("/", 1)[-1]
     topics = _merged_topics(answer)
-    files: dict[str, str] = {}
+    files: dict[str, str | None] = {}
     index = [
         f"# Skills of {agent}",
         "",
@@ -332,10 +333,9 @@ def _render_skills(target: Target, answer: ConsolidateSkills) -> dict[str, str]:
         index.append(f"- [{label}]({slug}.md): {clip(tips[0], GIST_LENGTH)}")
     files[target.path] = "\n".join(index) + "\n"
     kept = {slug for slug, _, _ in topics}
-    for slug, name in target.topic_files:
+    for slug, _name in target.topic_files:
         if slug not in kept:
-            links = ", ".join(f"{s}.md" for s, _, _ in topics)
-            files[f"{folder}/{slug}.md"] = f"# {name}\n\n{MERGED_MARK} {links} -->\n"
+            files[f"{folder}/{slug}.md"] = None
     return files
 
 

@@ -43,3 +43,8 @@ class FileTransaction(Protocol):
         """Stage moving a whole folder (git history follows: the commit records a rename).
         Raise StoreError if the destination exists."""
         ...
+
+    def remove(self, relative: str) -> None:
+        """Stage deleting a file (committed as a deletion; facts are never removed this way,
+        only files memoryd itself merged away). Removing a missing file does nothing."""
+        ...

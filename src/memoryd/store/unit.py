@@ -103,7 +103,8 @@ class UnitOfWork:
         self._seen: dict[str, str] = {}  # path -> digest when first read (ABSENT if missing)
         self._seen_text: dict[str, str | None] = {}
         self._staged: dict[str, _Staged] = {}  # final path -> what it will hold
-        self._removed: set[str] = set()  # on-disk files moved away from their path
+        self._removed: set[str] = set()  # on-disk files moved away from their path, or deleted
+        self._deleted: set[str] = set()  # the removed files that go nowhere: unlinked on apply
         self._applied = False
 
     @property
@@ -198,6 +199,17 @@ class UnitOfWork:
                 self._removed.add(file_key)
             self._staged[destination_key + file_key[len(source_key) :]] = moved
 
+    def remove(self, relative: str) -> None:
+        self._check_open()
+        key = self._key(relative)
+        staged = self._staged.pop(key, None)
+        if staged is not None and staged.origin not in (None, key):
+            self._deleted.add(staged.origin)  # a moved file removed at its new place
+        if key not in self._removed and os.path.lexists(self._paths.resolve(key)):
+            self._remember(key)
+            self._removed.add(key)
+            self._deleted.add(key)
+
     # -- applying --------------------------------------------------------------------------
 
     def plan(self) -> list[PlannedWrite]:
@@ -245,6 +257,11 @@ class UnitOfWork:
             target = self._paths.resolve(key)  # again: a link planted since staging is refused
             if disk_digest(target) != content_digest(data):
                 atomic_write_bytes(target, data)
+        for key in sorted(self._deleted - set(self._staged)):
+            target = self._paths.resolve(key)  # refuses a path through a planted link
+            if os.path.lexists(target):
+                target.unlink()
+            self._prune_empty_folders(key)
         for origin, _ in renames:
             self._prune_empty_folders(origin)
         paths = set(self._staged) | self._removed

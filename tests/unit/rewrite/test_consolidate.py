@@ -68,9 +68,9 @@ def test_a_skills_index_past_the_bound_is_consolidated_without_losing_a_tip(
     index = tx.read_text("agents/ops/skills-index.md") or ""
     assert len(index.splitlines()) <= MAX_LINES
     assert "[tools](tools.md): Every tool here needs sudo" in index
-    # Merged-away topic files hold no tip any more, only where their tips went.
-    stub = tx.read_text("agents/ops/tool0.md") or ""
-    assert "needs sudo" not in stub and "tools.md" in stub
+    # Merged-away topic files are removed: their tips live on in the topic they were merged into.
+    assert tx.read_text("agents/ops/tool0.md") is None
+    assert not (tx.root / "agents/ops/tool0.md").exists()
 
 
 def test_a_consolidation_dropping_a_tip_is_refused_and_writes_nothing(

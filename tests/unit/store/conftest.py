@@ -59,6 +59,9 @@ class DirTransaction:
         origin.rename(target)
         self.moved.append((source, destination))
 
+    def remove(self, relative: str) -> None:
+        self._paths.resolve(relative).unlink(missing_ok=True)
+
 
 class MemoryTransaction:
     """FileTransaction over a dict of texts, for tests that create thousands of files."""
@@ -89,6 +92,9 @@ class MemoryTransaction:
         prefix = source + "/"
         for key in [k for k in self.files if k.startswith(prefix)]:
             self.files[destination + "/" + key[len(prefix) :]] = self.files.pop(key)
+
+    def remove(self, relative: str) -> None:
+        self.files.pop(relative, None)
 
 
 TODAY = date(2026, 1, 20)

@@ -316,3 +316,33 @@ def test_memoryd_temporary_files_are_not_listed(store: Path) -> None:
     (store / "life" / ".index.md.abc123.tmp").write_text("half\n")
     (store / "life" / "index.md").write_text("# Index\n")
     assert unit_for(store).list_dir("life") == ["index.md"]
+
+
+def test_a_removed_file_is_gone_from_the_view_then_deleted_and_committed(store: Path) -> None:
+    seed(store, {"agents/ops/old-topic.md": "# Old\n", "agents/ops/keep.md": "# Keep\n"})
+    before = commits(store)
+    unit = unit_for(store)
+    unit.remove("agents/ops/old-topic.md")
+    unit.remove("agents/ops/never-was.md")  # nothing to do
+    assert unit.read_text("agents/ops/old-topic.md") is None
+    assert not unit.exists("agents/ops/old-topic.md")
+    assert unit.list_dir("agents/ops") == ["keep.md"]
+    assert unit.plan() == [PlannedWrite("agents/ops/old-topic.md", ABSENT)]
+    assert unit.apply_and_commit("consolidate", {}) is not None
+    assert not (store / "agents/ops/old-topic.md").exists()
+    assert (store / "agents/ops/keep.md").exists()
+    assert commits(store) == before + 1
+    assert git(store, "status", "--porcelain") == ""
+    assert "D\tagents/ops/old-topic.md" in git(store, "show", "--name-status", "--format=")
+
+
+def test_a_file_changed_after_its_removal_was_staged_stops_everything(store: Path) -> None:
+    seed(store, {"agents/ops/old-topic.md": "# Old\n"})
+    unit = unit_for(store)
+    unit.remove("agents/ops/old-topic.md")
+    (store / "agents/ops/old-topic.md").write_text(
+        "# Old\n- a tip added by hand\n", encoding="utf-8"
+    )
+    with pytest.raises(ConcurrentEditError):
+        unit.apply_and_commit("consolidate", {})
+    assert "a tip added by hand" in (store / "agents/ops/old-topic.md").read_text(encoding="utf-8")
