@@ -508,3 +508,59 @@ def test_lifecycle_access_bumps_and_routine_skills(ws: Workspace) -> None:
     with FakeAnthropicServer([ToolUse(revived)]) as server:
         ws.heartbeat(settings, server.base_url)
     assert ws.facts("life/projects/atlas")[0]["id"] == "atlas-001"
+
+
+def test_an_unusable_item_is_skipped_and_the_rest_of_the_answer_is_filed(ws: Workspace) -> None:
+    # "!!!" passes the schema but cannot name an entity; the heartbeat must not get stuck on it.
+    answer = {
+        "facts": [
+            {"entity": {"name": "!!!", "kind": "person"}, "fact": "odd", "category": "context"},
+            {
+                "entity": {"name": "Acme", "kind": "company"},
+                "fact": "Renewed",
+                "category": "status",
+            },
+        ],
+        "entities": [
+            {"name": "!!!", "kind": "person", "significant": True},
+            {"name": "Acme", "kind": "company", "significant": True},
+        ],
+        "skills": [{"topic": "***", "tip": "---"}],
+    }
+    ws.write_log("a.jsonl", [turn("user", "hello", "2026-03-01T10:00:00Z")])
+    with capture_logs() as logs, FakeAnthropicServer([ToolUse(answer)]) as server:
+        report = ws.heartbeat(ws.settings(), server.base_url)
+    assert report.exit_code == EXIT_OK
+    assert ws.facts("life/areas/companies/acme")[0]["fact"] == "Renewed"
+    skipped = [entry for entry in logs if entry["event"] == "answer.item_skipped"]
+    assert len(skipped) >= 2
+    assert report.counters.items_skipped == len(skipped)
+
+
+def test_a_corrupt_items_file_is_reported_left_alone_and_blocks_nothing_else(ws: Workspace) -> None:
+    ws.write_log(
+        "a.jsonl", [turn("user", "remember: company Acme: Renewed", "2026-03-01T10:00:00Z")]
+    )
+    with FakeAnthropicServer(handler=marker_model) as server:
+        ws.heartbeat(ws.settings(), server.base_url)
+    items = ws.store / "life/areas/companies/acme/items.json"
+    items.write_text("{not json", encoding="utf-8")
+    ws.git("commit", "-qam", "a person broke it")
+    ws.write_log(
+        "a.jsonl",
+        [
+            turn("user", "remember: company Acme: Moved office", "2026-03-02T10:00:00Z"),
+            turn("user", "remember: person Jane Doe: Joined Acme", "2026-03-02T10:01:00Z"),
+        ],
+        append=True,
+    )
+    with capture_logs() as logs, FakeAnthropicServer(handler=marker_model) as server:
+        report = ws.heartbeat(ws.settings(), server.base_url)
+    assert report.exit_code == EXIT_OK
+    assert items.read_text(encoding="utf-8") == "{not json"
+    assert ws.facts("life/areas/people/jane-doe")[0]["fact"] == "Joined Acme"
+    assert any(
+        str(items) in str(entry.get("reason"))
+        for entry in logs
+        if entry["event"] == "answer.item_skipped"
+    )

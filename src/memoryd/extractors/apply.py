@@ -15,10 +15,10 @@ touches facts of the same entity; unknown fact ids are ignored and counted.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import date, time
-from typing import Any, Protocol
+from typing import Any, ParamSpec, Protocol
 
 from memoryd.errors import StoreError
 from memoryd.extractors.chunking import Chunk
@@ -34,6 +34,8 @@ from memoryd.store.tacit import add_tacit
 from memoryd.store.transaction import FileTransaction
 
 log = get_logger(__name__)
+
+P = ParamSpec("P")
 
 
 @dataclass
@@ -52,6 +54,7 @@ class ApplyCounters:
     pending_added: int = 0
     pending_filed: int = 0
     ignored_references: int = 0
+    items_skipped: int = 0
 
     def add(self, other: ApplyCounters) -> None:
         for item in fields(self):
@@ -130,16 +133,16 @@ def apply_answer(
         counters=counters,
     )
     specs = {(normalize_name(e.name), e.kind): e for e in answer.entities}
+    # Each item is filed on its own: one the store cannot take (a name with no letter, an
+    # entity whose items.json a person broke) is logged and skipped, and never blocks the rest
+    # of the answer, nor later heartbeats that would reuse the journalled answer.
     for spec in answer.entities:
-        applier.entity(spec.name, spec.kind, spec)
+        applier.guarded("entity", applier.entity, spec.name, spec.kind, spec)
     for fact in answer.facts:
-        key = (normalize_name(fact.entity.name), fact.entity.kind)
-        applier.fact(fact, specs.get(key))
+        fact_spec = specs.get((normalize_name(fact.entity.name), fact.entity.kind))
+        applier.guarded("fact", applier.fact, fact, fact_spec)
     for fact_id in answer.accessed:
-        if session.facts.bump(fact_id, chunk.day) is None:
-            counters.ignored_references += 1
-        else:
-            counters.accesses += 1
+        applier.guarded("access", applier.access, fact_id)
     fallback_time = chunk.turns[0].timestamp.astimezone(chunk.zone).time().replace(second=0)
     counters.notes_added += add_timeline(
         session.tx,
@@ -152,7 +155,7 @@ def apply_answer(
         ],
     )
     for skill in answer.skills:
-        applier.skill(skill.topic, skill.tip, routine=skill.routine)
+        applier.guarded("skill", applier.skill, skill.topic, skill.tip, routine=skill.routine)
     counters.tacit_added += len(add_tacit(session.tx, session.tacit_file, answer.tacit))
     return counters
 
@@ -292,17 +295,36 @@ class _Applier:
 
     def skill(self, topic: str, tip: str, *, routine: bool) -> None:
         tx, skills_dir, agent = self.session.tx, self.session.skills_dir, self.chunk.agent
-        try:
-            if routine and self.chunk.routine:
-                outcome = add_routine_skill(
-                    tx, skills_dir, agent=agent, routine=self.chunk.routine, topic=topic, tip=tip
-                )
-            else:
-                outcome = add_skill(tx, skills_dir, agent=agent, topic=topic, tip=tip)
-        except StoreError as error:
-            log.warning("skill.skipped", agent=agent, reason=str(error))
-            return
+        if routine and self.chunk.routine:
+            outcome = add_routine_skill(
+                tx, skills_dir, agent=agent, routine=self.chunk.routine, topic=topic, tip=tip
+            )
+        else:
+            outcome = add_skill(tx, skills_dir, agent=agent, topic=topic, tip=tip)
         self.counters.skills_added += int(outcome.added)
+
+    def access(self, fact_id: str) -> None:
+        if self.session.facts.bump(fact_id, self.chunk.day) is None:
+            self.counters.ignored_references += 1
+        else:
+            self.counters.accesses += 1
+
+    def guarded(
+        self, what: str, body: Callable[P, object], *args: P.args, **kwargs: P.kwargs
+    ) -> None:
+        """File one item; a StoreError skips just that item, logged with why."""
+        try:
+            body(*args, **kwargs)
+        except StoreError as error:
+            self.counters.items_skipped += 1
+            log.warning(
+                "answer.item_skipped",
+                item=what,
+                agent=self.chunk.agent,
+                session=self.chunk.session_id,
+                day=self.chunk.day.isoformat(),
+                reason=str(error),
+            )
 
 
 def _day(text: str | None) -> date | None:

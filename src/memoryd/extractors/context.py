@@ -8,10 +8,13 @@ so the context never grows with the size of the store.
 
 from __future__ import annotations
 
+from memoryd.errors import CorruptFileError
 from memoryd.extractors.chunking import Chunk
 from memoryd.extractors.extract import ChunkContext
 from memoryd.store.catalog import EntityCatalog
+from memoryd.store.entities import Entity
 from memoryd.store.facts import FactBook
+from memoryd.store.items import Fact
 from memoryd.store.transaction import FileTransaction
 
 SKILLS_INDEX_LIMIT = 4000  # characters of the skills index shown to the model
@@ -32,7 +35,7 @@ def build_context(
     entities = catalog.mentioned_in(text)[:MAX_ENTITIES]
     per_entity = [
         sorted(
-            facts.file_for(entity).active(),
+            _active_facts(facts, entity),
             key=lambda fact: (fact.last_accessed, fact.access_count, fact.id),
             reverse=True,
         )
@@ -60,3 +63,12 @@ def build_context(
     if len(index) > SKILLS_INDEX_LIMIT:
         index = index[:SKILLS_INDEX_LIMIT].rsplit("\n", 1)[0] + "\n(… more topics not shown)"
     return ChunkContext(known_entities="\n".join(blocks), skills_index=index.strip())
+
+
+def _active_facts(facts: FactBook, entity: Entity) -> list[Fact]:
+    """The entity's active facts; none when its items.json cannot be read (it is reported where
+    a fact is filed into it, and never overwritten)."""
+    try:
+        return facts.file_for(entity).active()
+    except CorruptFileError:
+        return []

@@ -48,6 +48,7 @@ class HeartbeatReport:
             "skills_added": c.skills_added,
             "notes_added": c.notes_added,
             "tacit_added": c.tacit_added,
+            "items_skipped": c.items_skipped,
             "chunks": self.chunks,
             "chunks_extracted": self.chunks_extracted,
             "chunks_reused": self.chunks_reused,
