@@ -155,6 +155,10 @@ class Heartbeat:
                 # (answers are reused from the journal, so this costs no model calls).
                 log.warning("heartbeat.replanned", path=str(error.path), attempt=attempt + 1)
                 UnitOfWork(self.git).commit_foreign_edits(self.scan_secrets)
+        else:
+            # The store kept changing under us: nothing of this heartbeat was written; its
+            # answers are journalled, so the next heartbeat files them without calling the model.
+            self._stop("the store kept changing while memoryd wrote to it")
         self.report.duration_ms = int((monotonic_time.monotonic() - started) * 1000)
         self.state.runs.finish(
             self.run_id,
