@@ -564,3 +564,51 @@ def test_a_corrupt_items_file_is_reported_left_alone_and_blocks_nothing_else(ws:
         for entry in logs
         if entry["event"] == "answer.item_skipped"
     )
+
+
+class EditingExtractor:
+    """Files markers, and while 'the model thinks' a person edits a store file memoryd read."""
+
+    def __init__(self, inner: Any, edit: Any, times: int) -> None:
+        self.inner, self.edit, self.times = inner, edit, times
+        self.prompt_refs = inner.prompt_refs
+
+    def extract(self, chunk: Any, context: Any) -> Any:
+        if self.times > 0:
+            self.times -= 1
+            self.edit()
+        return self.inner.extract(chunk, context)
+
+
+def test_a_file_edited_by_someone_during_the_heartbeat_is_reread_never_overwritten(
+    ws: Workspace,
+) -> None:
+    from memoryd.daemon.jobs import build_heartbeat, open_state
+    from memoryd.extractors.extract import MarkersExtractor
+
+    tacit = ws.store / "MEMORY.md"
+    edits = iter(range(100))
+
+    def person_edits() -> None:
+        with tacit.open("a", encoding="utf-8") as handle:
+            handle.write(f"- Written by hand {next(edits)}\n")
+
+    for day in range(1, 4):
+        ws.write_log(
+            f"s{day}.jsonl",
+            [turn("user", f"tacit: Rule number {day}", f"2026-03-0{day}T10:00:00Z")],
+        )
+    settings = ws.settings("markers")
+    env = ws.environment()
+    # The person edits MEMORY.md while each chunk is extracted: the later edits land after
+    # memoryd read the file, so its write would clobber them if it did not re-read.
+    with capture_logs() as logs, open_state(settings, env) as state:
+        extractor = EditingExtractor(MarkersExtractor(lambda text: text), person_edits, 3)
+        report = build_heartbeat(settings, env, state, extractor).run()
+    assert report.exit_code == EXIT_OK
+    assert any(entry["event"] == "heartbeat.replanned" for entry in logs)
+    text = tacit.read_text(encoding="utf-8")
+    assert all(f"Written by hand {n}" in text for n in range(3))
+    assert all(f"Rule number {day}" in text for day in range(1, 4))
+    assert "Record edits made in the store outside memoryd" in ws.commits()
+    assert ws.git("status", "--porcelain") == ""
