@@ -12,12 +12,16 @@ import json
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from datetime import UTC, datetime
 from typing import NoReturn, TextIO
 
 from memoryd import __version__
 from memoryd.daemon.commands import cmd_retry, cmd_run, cmd_status
-from memoryd.daemon.jobs import Environment, dry_run_heartbeat, run_heartbeat
+from memoryd.daemon.jobs import (
+    LOCK_WAIT_SECONDS,
+    Environment,
+    dry_run_heartbeat,
+    run_heartbeat,
+)
 from memoryd.daemon.lock import single_writer
 from memoryd.daemon.progress import TerminalProgress
 from memoryd.errors import EXIT_CONFIG, EXIT_OK, EXIT_USAGE, ConfigError, MemorydError
@@ -33,9 +37,6 @@ from memoryd.settings import (
 )
 
 log = get_logger("memoryd.cli")
-
-# A one-shot command waits this long for a running job to finish before exiting 75.
-LOCK_WAIT_SECONDS = 5.0
 
 
 class _Parser(argparse.ArgumentParser):
@@ -177,15 +178,11 @@ def cmd_init(
     return EXIT_OK
 
 
-def _environment(environ: Mapping[str, str]) -> Environment:
-    return Environment(environ=environ, clock=lambda: datetime.now(UTC))
-
-
 def cmd_heartbeat(
     args: argparse.Namespace, config: LoadedConfig, environ: Mapping[str, str], out: TextIO
 ) -> int:
     settings = config.settings
-    env = _environment(environ)
+    env = Environment.live(environ)
     if args.dry_run:
         report = dry_run_heartbeat(settings, env)
         print(json.dumps(report, indent=2, sort_keys=True), file=out)

@@ -10,10 +10,9 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from typing import TextIO
 
-from memoryd.daemon.jobs import Environment, open_state
+from memoryd.daemon.jobs import LOCK_WAIT_SECONDS, Environment, open_state
 from memoryd.daemon.lock import single_writer
 from memoryd.daemon.notify import Notifier
 from memoryd.daemon.scheduler import Daemon
@@ -23,13 +22,6 @@ from memoryd.logs import get_logger
 from memoryd.settings import LoadedConfig, check_environment, state_directory
 
 log = get_logger(__name__)
-
-# Like `memoryd heartbeat`, `retry` waits this long for a running job, then exits 75.
-LOCK_WAIT_SECONDS = 10.0
-
-
-def real_environment(environ: Mapping[str, str]) -> Environment:
-    return Environment(environ=environ, clock=lambda: datetime.now(UTC))
 
 
 def cmd_run(
@@ -41,7 +33,7 @@ def cmd_run(
         raise ConfigError(config.path, report.problems)
     for warning in report.warnings:
         log.warning("config.warning", path=str(config.path), warning=warning)
-    daemon = Daemon(config, real_environment(environ), Notifier(environ))
+    daemon = Daemon(config, Environment.live(environ), Notifier(environ))
     try:
         return daemon.run()
     except TransientError as error:
@@ -55,7 +47,7 @@ def cmd_run(
 def cmd_status(
     args: argparse.Namespace, config: LoadedConfig, environ: Mapping[str, str], out: TextIO
 ) -> int:
-    report = collect_status(config.settings, real_environment(environ))
+    report = collect_status(config.settings, Environment.live(environ))
     if args.json:
         out.write(json.dumps(report, indent=2, sort_keys=True) + "\n")
     else:
@@ -67,7 +59,7 @@ def cmd_retry(
     _args: argparse.Namespace, config: LoadedConfig, environ: Mapping[str, str], out: TextIO
 ) -> int:
     """Put every quarantined chunk back in the queue; the next heartbeat tries them again."""
-    env = real_environment(environ)
+    env = Environment.live(environ)
     settings = config.settings
     with (
         single_writer(state_directory(settings, environ), wait_seconds=LOCK_WAIT_SECONDS),

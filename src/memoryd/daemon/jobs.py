@@ -12,7 +12,7 @@ import functools
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 
 from memoryd.daemon import hooks
 from memoryd.errors import ConfigError, StoreError
@@ -45,6 +45,16 @@ class Environment:
 
     environ: Mapping[str, str]
     clock: Clock
+
+    @classmethod
+    def live(cls, environ: Mapping[str, str]) -> Environment:
+        """The real world, for the entry points: this environment and the wall clock (UTC)."""
+        return cls(environ=environ, clock=lambda: datetime.now(UTC))
+
+
+# A one-shot command (heartbeat, rewrite, retry) waits this long for a running job to finish,
+# then exits 75 naming the holder of the lock.
+LOCK_WAIT_SECONDS = 10.0
 
 
 def source_key(format_name: str, path: str) -> str:

@@ -13,21 +13,13 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from memoryd.daemon import hooks
-from memoryd.daemon.jobs import Environment, git_store
+from memoryd.daemon.jobs import LOCK_WAIT_SECONDS, Environment, git_store
 from memoryd.daemon.lock import single_writer
 from memoryd.errors import EXIT_OK
 from memoryd.settings import LoadedConfig, state_directory
-
-# A one-shot command waits this long for a running job to finish before exiting 75.
-LOCK_WAIT_SECONDS = 10.0
-
-
-def _environment(environ: Mapping[str, str]) -> Environment:
-    return Environment(environ=environ, clock=lambda: datetime.now(UTC))
 
 
 def cmd_rewrite(
@@ -36,7 +28,7 @@ def cmd_rewrite(
     from memoryd.rewrite.job import run_rewrite  # noqa: PLC0415 - keeps startup light
 
     settings = config.settings
-    env = _environment(environ)
+    env = Environment.live(environ)
     if args.dry_run:
         report = run_rewrite(settings, env, dry_run=True)
         print(json.dumps(report.plan, indent=2, sort_keys=True), file=out)
@@ -64,7 +56,7 @@ def cmd_explain(
 ) -> int:
     from memoryd.rewrite.job import explain  # noqa: PLC0415 - keeps startup light
 
-    print(explain(config.settings, _environment(environ), args.target), end="", file=out)
+    print(explain(config.settings, Environment.live(environ), args.target), end="", file=out)
     return EXIT_OK
 
 
