@@ -612,3 +612,35 @@ def test_a_file_edited_by_someone_during_the_heartbeat_is_reread_never_overwritt
     assert all(f"Rule number {day}" in text for day in range(1, 4))
     assert "Record edits made in the store outside memoryd" in ws.commits()
     assert ws.git("status", "--porcelain") == ""
+
+
+def test_a_secret_a_person_left_in_a_store_file_never_reaches_history(ws: Workspace) -> None:
+    tacit = ws.store / "MEMORY.md"
+    tacit.write_text(
+        tacit.read_text(encoding="utf-8") + f"- My key is {FAKE_KEY}\n", encoding="utf-8"
+    )
+    ws.write_log(
+        "a.jsonl",
+        [
+            turn("user", "tacit: Prefers mornings", "2026-03-01T10:00:00Z"),
+            turn("user", "remember: company Acme: Renewed", "2026-03-01T10:01:00Z"),
+        ],
+    )
+    with capture_logs() as logs:
+        report = ws.heartbeat(ws.settings("markers"))
+    assert report.exit_code == EXIT_OK
+    # The person's file is kept, with memoryd's addition, but it is not committed...
+    text = tacit.read_text(encoding="utf-8")
+    assert FAKE_KEY in text
+    assert "Prefers mornings" in text
+    assert FAKE_KEY not in ws.git("log", "-p", "--all")
+    assert ws.git("status", "--porcelain").strip() == "M MEMORY.md"
+    events = {entry["event"] for entry in logs}
+    assert {"store.foreign_edit_secret", "store.commit_withheld"} <= events
+    # ...while everything else of the heartbeat is.
+    assert ws.facts("life/areas/companies/acme")[0]["fact"] == "Renewed"
+    # Once the person removes the secret, the next heartbeat commits the file as theirs.
+    tacit.write_text(text.replace(f"- My key is {FAKE_KEY}\n", ""), encoding="utf-8")
+    ws.heartbeat(ws.settings("markers"))
+    assert "Prefers mornings" in ws.git("show", "HEAD:MEMORY.md")
+    assert ws.git("status", "--porcelain") == ""

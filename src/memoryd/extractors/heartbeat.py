@@ -394,7 +394,9 @@ class Heartbeat:
                 self.state.meta.set_json(INTENT_KEY, intent)
         if plan:
             self.report.commit = uow.apply_and_commit(
-                commit_message(self.report.counters), {RUN_TRAILER: self.run_id, **self._trailers()}
+                commit_message(self.report.counters),
+                {RUN_TRAILER: self.run_id, **self._trailers()},
+                scanner=self.scan_secrets,
             )
         finalize(self.state, intent, self.report.commit, self.clock())
         if self.report.outcome == "nothing-new" and (progress.done or self.report.commit):

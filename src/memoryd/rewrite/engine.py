@@ -389,7 +389,9 @@ class Rewrite:
                 RUN_TRAILER: self.run_id,
                 "Memoryd-Prompts": ", ".join(sorted(self.stage.prompts)) or "none",
             }
-            self.report.commit = uow.apply_and_commit(self.report.message(), trailers)
+            self.report.commit = uow.apply_and_commit(
+                self.report.message(), trailers, scanner=self.scan_secrets
+            )
         finalize(self.state, intent, self.clock())
         did_something = (
             self.report.commit or self.report.batch_submitted or self.report.batch_applied

@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import NamedTuple
 
+import structlog
+
 from memoryd.errors import ConcurrentEditError, CorruptFileError, StoreError
 from memoryd.store._digest import (
     ABSENT,
@@ -46,10 +48,13 @@ from memoryd.store.foreign import (
     MAX_SCANNED_BYTES,
     NO_PENDING,
     ForeignEditsResult,
+    WithheldFile,
     commit_foreign_edits,
 )
 from memoryd.store.git import GitStore
 from memoryd.store.paths import StorePaths
+
+log = structlog.get_logger(__name__)
 
 __all__ = [
     "ABSENT",
@@ -106,6 +111,7 @@ class UnitOfWork:
         self._removed: set[str] = set()  # on-disk files moved away from their path, or deleted
         self._deleted: set[str] = set()  # the removed files that go nowhere: unlinked on apply
         self._applied = False
+        self.withheld: tuple[WithheldFile, ...] = ()  # written but not committed (see apply)
 
     @property
     def root(self) -> Path:
@@ -230,8 +236,21 @@ class UnitOfWork:
         )
         return sorted(planned)
 
-    def apply_and_commit(self, message: str, trailers: Mapping[str, str]) -> str | None:
+    def apply_and_commit(
+        self,
+        message: str,
+        trailers: Mapping[str, str],
+        *,
+        scanner: Callable[[str], list[str]] | None = None,
+    ) -> str | None:
         """Write the staged changes and commit them; return the commit sha (None if no change).
+
+        With `scanner`, a written file whose whole new text holds a secret is written but left
+        out of the commit (`withheld`, logged as `store.commit_withheld`): memoryd's own text is
+        redacted, so such a secret came from someone's uncommitted edit of that file, which the
+        foreign-edits scan had already withheld; committing memoryd's change to the file would
+        carry it into history. The file stays on disk, nothing is lost, and it is committed once
+        the secret is gone.
 
         Raise ConcurrentEditError, writing nothing, when a file read has changed on disk since;
         PathEscapeError when a write would pass through a symlink; GitError when git fails
@@ -264,8 +283,18 @@ class UnitOfWork:
             self._prune_empty_folders(key)
         for origin, _ in renames:
             self._prune_empty_folders(origin)
-        paths = set(self._staged) | self._removed
+        self.withheld = self._secret_files(scanner) if scanner is not None else ()
+        paths = (set(self._staged) | self._removed) - {item.path for item in self.withheld}
         return self._git.commit(sorted(paths), full_message)
+
+    def _secret_files(self, scanner: Callable[[str], list[str]]) -> tuple[WithheldFile, ...]:
+        withheld = []
+        for key, staged in sorted(self._staged.items()):
+            kinds = scanner(staged.text) if staged.text is not None else []
+            if kinds:
+                withheld.append(WithheldFile(key, tuple(sorted(set(kinds)))))
+                log.warning("store.commit_withheld", path=key, secret_kinds=sorted(set(kinds)))
+        return tuple(withheld)
 
     def commit_foreign_edits(
         self,
