@@ -644,3 +644,27 @@ def test_a_secret_a_person_left_in_a_store_file_never_reaches_history(ws: Worksp
     ws.heartbeat(ws.settings("markers"))
     assert "Prefers mornings" in ws.git("show", "HEAD:MEMORY.md")
     assert ws.git("status", "--porcelain") == ""
+
+
+def test_the_journal_keeps_committed_chunks_for_two_weeks_only(ws: Workspace) -> None:
+    from datetime import timedelta
+
+    from memoryd.daemon.jobs import open_state
+
+    ws.write_log("a.jsonl", [turn("user", "tacit: Prefers mornings", "2026-03-01T10:00:00Z")])
+    ws.heartbeat(ws.settings("markers"))
+    settings = ws.settings("markers")
+
+    def journalled() -> int:
+        with open_state(settings, ws.environment()) as state:
+            return int(state.db.scalar("SELECT count(*) FROM chunks"))
+
+    assert journalled() == 1
+    ws.now += timedelta(days=13)
+    ws.heartbeat(settings)
+    assert journalled() == 1
+    ws.now += timedelta(days=2)
+    ws.heartbeat(settings)
+    assert journalled() == 0
+    # Pruning forgets nothing that matters: the cursor has moved on, nothing is filed again.
+    assert ws.read("MEMORY.md").count("Prefers mornings") == 1

@@ -72,6 +72,7 @@ __all__ = ["Heartbeat", "HeartbeatReport", "HeartbeatSettings", "Source"]
 
 SecretScanner = Callable[[str], list[str]]
 _MAX_REPLANS = 3
+JOURNAL_RETENTION = timedelta(days=14)
 
 
 @dataclass(frozen=True)
@@ -401,6 +402,12 @@ class Heartbeat:
         finalize(self.state, intent, self.report.commit, self.clock())
         if self.report.outcome == "nothing-new" and (progress.done or self.report.commit):
             self.report.outcome = "ok"
+        # Committed chunks are only looked up again when their file is re-read from a held-back
+        # cursor, within a few heartbeats; keeping them (whole chunk text and answer) for months
+        # would grow the state database without bound.
+        pruned = self.state.journal.prune_committed(self.clock() - JOURNAL_RETENTION)
+        if pruned:
+            log.info("journal.pruned", chunks=pruned)
 
     def _cursors_to_commit(self, read: Intake, progress: _Progress) -> list[dict[str, Any]]:
         result: list[dict[str, Any]] = []
