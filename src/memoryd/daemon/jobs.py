@@ -127,6 +127,19 @@ def git_store(settings: Settings, clock: Clock) -> GitStore:
     )
 
 
+def prepare_store(git: GitStore, *, dry_run: bool) -> None:
+    """Check the store before a job: it must be a memoryd store of a format this memoryd reads.
+    A real run also migrates an older format and sweeps leftover temporary files; a dry run
+    changes nothing. Raise StoreError (run `memoryd init`) or StoreFormatError."""
+    if not dry_run:
+        open_store(git.store_root, git)
+        return
+    version = read_format(git.store_root)
+    if version is None:
+        raise StoreError(f"{git.store_root} is not a memoryd store yet; run `memoryd init`")
+    check_format(git.store_root, version)
+
+
 @contextmanager
 def open_state(settings: Settings, env: Environment) -> Iterator[State]:
     directory = state_directory(settings, env.environ)
@@ -167,13 +180,7 @@ def build_heartbeat(
     run_id: str | None = None,
 ) -> Heartbeat:
     git = git_store(settings, env.clock)
-    if dry_run:
-        version = read_format(git.store_root)
-        if version is None:
-            raise StoreError(f"{git.store_root} is not a memoryd store yet; run `memoryd init`")
-        check_format(git.store_root, version)
-    else:
-        open_store(git.store_root, git)
+    prepare_store(git, dry_run=dry_run)
     return Heartbeat(
         settings=heartbeat_settings(settings),
         sources=build_sources(settings),

@@ -13,8 +13,14 @@ from __future__ import annotations
 
 import functools
 
-from memoryd.daemon.jobs import Environment, git_store, llm_client_for, make_scanner, open_state
-from memoryd.errors import StoreError
+from memoryd.daemon.jobs import (
+    Environment,
+    git_store,
+    llm_client_for,
+    make_scanner,
+    open_state,
+    prepare_store,
+)
 from memoryd.llm.anthropic_client import AnthropicClient
 from memoryd.llm.base import estimate_tokens
 from memoryd.prompts import check_prompts
@@ -28,7 +34,6 @@ from memoryd.rewrite.tiers import TierRule
 from memoryd.settings import Settings
 from memoryd.state.facade import State
 from memoryd.store.catalog import EntityCatalog
-from memoryd.store.layout import check_format, open_store, read_format
 from memoryd.store.unit import UnitOfWork
 
 REWRITE_PROMPT_NAMES = (
@@ -62,13 +67,7 @@ def build_rewrite(
     """A Rewrite over real parts; the store is checked (and migrated unless `dry_run`)."""
     check_prompts(REWRITE_PROMPT_NAMES)
     git = git_store(settings, env.clock)
-    if dry_run:
-        version = read_format(git.store_root)
-        if version is None:
-            raise StoreError(f"{git.store_root} is not a memoryd store yet; run `memoryd init`")
-        check_format(git.store_root, version)
-    else:
-        open_store(git.store_root, git)
+    prepare_store(git, dry_run=dry_run)
     return Rewrite(
         settings=rewrite_settings(settings),
         state=state,
