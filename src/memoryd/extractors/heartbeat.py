@@ -62,7 +62,7 @@ from memoryd.logs import get_logger
 from memoryd.state.facade import State
 from memoryd.state.journal import PlannedWrite as JournalWrite
 from memoryd.store.git import GitStore
-from memoryd.store.index import write_index
+from memoryd.store.index import INDEX_PATH, write_index
 from memoryd.store.skills import INDEX_FILE, agent_folder
 from memoryd.store.unit import ABSENT, PlannedWrite, UnitOfWork
 
@@ -245,7 +245,12 @@ class Heartbeat:
                 )
             )
         session.facts.save_all()
-        write_index(uow, session.catalog)
+        # The index lists entities (ref, name, bucket) with their summaries' gists; a heartbeat
+        # changes it only by creating or moving entities (summaries are the rewrite's), so the
+        # other heartbeats skip reading every summary of the store.
+        moved = counters.entities_created + counters.entities_archived
+        if moved + counters.entities_reactivated or not uow.exists(INDEX_PATH):
+            write_index(uow, session.catalog)
         self.report.counters = counters
         self._commit(uow, read, progress, pending)
 
