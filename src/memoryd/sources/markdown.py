@@ -3,7 +3,8 @@
 A message runs from its heading or prefix line to the next one; lines before the first message
 are preamble. The preamble may name the session (`**Session ID**: ...`, else the file name) and
 its start (`# Session: <time>`); a `> <time>` line right under a heading dates that message.
-Messages without a time of their own take the last known one.
+Messages without a time of their own take the last known one; with none at all, a `YYYY-MM-DD`
+date in the file name (noon UTC), else the file's modification time.
 
 Reading is incremental like every line format: a message still being written when a read ends is
 yielded as it stands, and lines appended to it later come as a further turn of the same role (the
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ _PREFIX = re.compile(r"^(user|assistant|human|ai)\s*:\s?(.*)$", re.IGNORECASE)
 _SESSION_TIME = re.compile(r"^#\s*Session:\s*(.+?)\s*$")
 _SESSION_ID = re.compile(r"^\s*[-*]\s*\*\*Session ID\*\*\s*:?\s*(\S+)")
 _QUOTED_TIME = re.compile(r"^>\s*(\d{4}-\d{2}-\d{2}[T ][\d:.]+(?:Z|[+-]\d{2}:?\d{2})?)\s*$")
+_NAME_DATE = re.compile(r"(?<!\d)(\d{4})-(\d{2})-(\d{2})(?!\d)")
 _ROLES: dict[str, Role] = {
     "user": "user",
     "human": "user",
@@ -45,10 +47,27 @@ class MarkdownFormat(LineFormat):
         return _MarkdownDecoder(state, path.stem)
 
 
+def date_in_name(name: str) -> datetime | None:
+    """Noon UTC of a `YYYY-MM-DD` date in a file name (`2026-01-15-standup.md`), if any.
+
+    Noon keeps the date the same in every time zone within twelve hours of UTC.
+    """
+    match = _NAME_DATE.search(name)
+    if match is None:
+        return None
+    year, month, day = (int(part) for part in match.groups())
+    try:
+        return datetime(year, month, day, 12, tzinfo=UTC)
+    except ValueError:
+        return None
+
+
 class _MarkdownDecoder(Decoder):
     def __init__(self, state: Mapping[str, Any], fallback_session: str) -> None:
         self._session = str(state.get("session", fallback_session))
-        self._time = parse_timestamp(state.get("time"))
+        # Without times in the text, a date in the file name beats the file's mtime (which is
+        # when the file was last copied or touched, not when the conversation happened).
+        self._time = parse_timestamp(state.get("time")) or date_in_name(fallback_session)
         role = state.get("role")
         self._role: Role | None = _ROLES.get(role) if isinstance(role, str) else None
         self._lines: list[str] = []

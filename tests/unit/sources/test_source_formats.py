@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -507,6 +508,25 @@ def test_markdown_sections_prefix_lines_and_times(tmp_path: Path) -> None:
     ]
     assert turns[0].timestamp == datetime(2026, 2, 26, 8, 0, tzinfo=UTC)
     assert turns[0].provenance.lines == (7, 8)
+
+
+def test_markdown_without_times_takes_the_date_in_its_file_name(tmp_path: Path) -> None:
+    dated = tmp_path / "2026-01-15-standup.md"
+    dated.write_text("### User\nhello\n\n### Assistant\nhi\n", encoding="utf-8")
+    turns = all_turns(read_once(make_reader("markdown", dated)))
+    assert [t.timestamp for t in turns] == [datetime(2026, 1, 15, 12, 0, tzinfo=UTC)] * 2
+    # An explicit time in the text still wins over the name.
+    timed = tmp_path / "2026-01-15-timed.md"
+    timed.write_text("### User\n> 2026-01-16T09:30:00Z\n\nhello\n", encoding="utf-8")
+    [turn] = all_turns(read_once(make_reader("markdown", timed)))
+    assert turn.timestamp == datetime(2026, 1, 16, 9, 30, tzinfo=UTC)
+    # Not a date: the file's modification time, as before.
+    undated = tmp_path / "2026-13-45-notes.md"
+    undated.write_text("user: hello\n", encoding="utf-8")
+    written = datetime(2025, 6, 1, 8, 0, tzinfo=UTC).timestamp()
+    os.utime(undated, (written, written))
+    [turn] = all_turns(read_once(make_reader("markdown", undated)))
+    assert turn.timestamp == datetime(2025, 6, 1, 8, 0, tzinfo=UTC)
 
 
 def test_markdown_message_appended_across_reads_keeps_its_role(tmp_path: Path) -> None:
