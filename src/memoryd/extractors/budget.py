@@ -1,4 +1,5 @@
-"""Spend control: the daily ceiling and the per-heartbeat ceiling (DESIGN §3 `[budget]`).
+"""Spend control: the ledger of what calls cost, the daily ceiling and the per-heartbeat
+ceiling (DESIGN §3 `[budget]`). The heartbeat and the weekly rewrite both spend through it.
 
 Spend comes from the usage ledger (every call's cost is recorded as it is made), counted per UTC
 day. Before each call the budget compares what has been spent plus an estimate of the call with
@@ -12,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from memoryd.llm.prices import PriceTable
+from memoryd.llm.prices import PriceTable, Usage
 from memoryd.logs import get_logger
 from memoryd.state.facade import State
 
@@ -45,12 +46,36 @@ class Budget:
 
     def allows(self, input_tokens: int, spent_this_run: float) -> bool:
         """Whether a call of this size stays within both ceilings (0 = no ceiling)."""
-        estimate = self.estimate(input_tokens)
+        return self.allows_cost(self.estimate(input_tokens), spent_this_run)
+
+    def allows_cost(self, estimate: float | None, spent_this_run: float) -> bool:
+        """Whether spending `estimate` USD more stays within both ceilings; an unpriced call
+        (None) is not checked."""
         if estimate is None:
             return True
         if self.daily_usd > 0 and self.spent_today() + estimate > self.daily_usd:
             return False
         return not (self.heartbeat_usd > 0 and spent_this_run + estimate > self.heartbeat_usd)
+
+    def charge(
+        self, usage: Usage, model: str | None, *, job: str, run_id: str, batch: bool = False
+    ) -> float:
+        """Record one call's usage in the ledger, priced (0 for an unpriced model); return the
+        cost. Nothing is recorded for a call that used nothing."""
+        if usage == Usage():
+            return 0.0
+        name = model or self.model
+        cost = self.prices.cost(name, usage, batch=batch) if self.prices.knows(name) else 0.0
+        self.state.usage.record(
+            at=self.clock(),
+            model=name,
+            usage=usage,
+            cost_usd=cost,
+            job=job,
+            batch=batch,
+            run_id=run_id,
+        )
+        return cost
 
     def log_exhausted_once(self) -> None:
         day = self.clock().astimezone(UTC).date().isoformat()

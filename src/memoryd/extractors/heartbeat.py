@@ -317,18 +317,7 @@ class Heartbeat:
         return extraction.answer
 
     def _charge(self, usage: Usage, model: str | None) -> None:
-        if usage == Usage():
-            return
-        name = model or self.settings.model
-        cost = self.prices.cost(name, usage) if self.prices.knows(name) else 0.0
-        self.state.usage.record(
-            at=self.clock(),
-            model=name,
-            usage=usage,
-            cost_usd=cost,
-            job="heartbeat",
-            run_id=self.run_id,
-        )
+        cost = self.budget.charge(usage, model, job="heartbeat", run_id=self.run_id)
         self.report.usage = self.report.usage + usage
         self.report.cost_usd += cost
 

@@ -9,8 +9,9 @@ the same day the heartbeat's budget uses; a model without a known price is not c
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 
+from memoryd.extractors.budget import Budget
 from memoryd.llm.base import ToolRequest, estimate_tokens
 from memoryd.llm.prices import PriceTable, Usage
 from memoryd.state.facade import State
@@ -34,36 +35,23 @@ class Ledger:
         run_id: str,
         clock: Callable[[], datetime],
     ) -> None:
-        self._state = state
+        # The heartbeat's budget, with no per-run ceiling: one ledger, one daily ceiling.
+        self._budget = Budget(daily_usd, 0.0, model, prices, state, clock)
         self._prices = prices
         self._model = model
-        self._daily_usd = daily_usd
         self._run_id = run_id
-        self._clock = clock
         self.usage = Usage()
         self.cost_usd = 0.0
 
     def charge(self, usage: Usage, model: str | None, *, batch: bool) -> None:
-        if usage == Usage():
-            return
-        name = model or self._model
-        cost = self._prices.cost(name, usage, batch=batch) if self._prices.knows(name) else 0.0
-        self._state.usage.record(
-            at=self._clock(),
-            model=name,
-            usage=usage,
-            cost_usd=cost,
-            job=JOB,
-            batch=batch,
-            run_id=self._run_id,
-        )
+        cost = self._budget.charge(usage, model, job=JOB, run_id=self._run_id, batch=batch)
         self.usage = self.usage + usage
         self.cost_usd += cost
 
     def within_budget(self, requests: Sequence[ToolRequest], *, batch: bool = False) -> bool:
         """Whether sending `requests` now stays within today's budget (by estimate)."""
         price = self._prices.get(self._model)
-        if self._daily_usd <= 0 or price is None:
+        if price is None:
             return True
         tokens = sum(
             estimate_tokens(r.system + r.user_content) + _TOOL_TOKENS_GUESS for r in requests
@@ -72,7 +60,4 @@ class Ledger:
         estimate = (tokens * price.input + output * price.output) / 1e6
         if batch:
             estimate /= 2
-        now = self._clock().astimezone(UTC)
-        start = now.replace(hour=0, minute=0, second=0, microsecond=0)
-        spent = self._state.usage.spend_between(start, start + timedelta(days=1))
-        return spent + estimate <= self._daily_usd
+        return self._budget.allows_cost(estimate, spent_this_run=0.0)
