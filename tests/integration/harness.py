@@ -25,6 +25,21 @@ from memoryd.settings import Settings, parse_settings
 from memoryd.store.layout import init_store
 
 TEST_KEY = "sk-ant-test-0000000000000000"
+# DESIGN §7's stable log event names.
+DESIGN_EVENTS = frozenset(
+    {
+        "heartbeat.started",
+        "heartbeat.finished",
+        "heartbeat.skipped",
+        "source.skipped",
+        "chunk.quarantined",
+        "llm.retry",
+        "llm.failed",
+        "budget.exhausted",
+        "rewrite.finished",
+        "job.failed",
+    }
+)
 NOW = datetime(2026, 3, 10, 12, 0, tzinfo=UTC)
 
 

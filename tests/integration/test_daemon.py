@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 from tests.fakes.fake_anthropic import FakeAnthropicServer, RecordedRequest, ToolUse
+from tests.integration.harness import DESIGN_EVENTS
 
 from memoryd.errors import EXIT_TEMPFAIL
 from memoryd.state.facade import DATABASE_FILE_NAME, State
@@ -32,18 +33,6 @@ from memoryd.store.layout import init_store
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 API_KEY = "sk-ant-test-daemon-0000000000"
-DESIGN_EVENTS = {
-    "heartbeat.started",
-    "heartbeat.finished",
-    "heartbeat.skipped",
-    "source.skipped",
-    "chunk.quarantined",
-    "llm.retry",
-    "llm.failed",
-    "budget.exhausted",
-    "rewrite.finished",
-    "job.failed",
-}
 _REMEMBER = re.compile(r"^remember: (\w+) ([^:]+): (.+)$", re.MULTILINE)
 
 

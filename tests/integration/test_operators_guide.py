@@ -17,24 +17,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.integration.harness import DESIGN_EVENTS
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 GUIDE = REPOSITORY / "docs" / "operators-guide.md"
 SOURCE = REPOSITORY / "src" / "memoryd"
 
-# DESIGN §7's stable event names; the guide may also name events the code logs.
-DESIGN_EVENTS = {
-    "heartbeat.started",
-    "heartbeat.finished",
-    "heartbeat.skipped",
-    "source.skipped",
-    "chunk.quarantined",
-    "llm.retry",
-    "llm.failed",
-    "budget.exhausted",
-    "rewrite.finished",
-    "job.failed",
-}
 PLAIN_LINE = "/etc/memoryd/memoryd.toml: configuration OK"
 
 
