@@ -59,6 +59,29 @@ class StoreFormatError(StoreError):
     """The store was written by a newer memoryd, or its format marker is unreadable."""
 
 
+class IgnoredStoreError(StoreError):
+    """The store folder lies inside a larger repository whose ignore rules exclude it.
+
+    Committing would mean forcing ignored files into that repository's history, so memoryd
+    refuses. Only the operator can fix it (move the store, give it its own repository, or drop
+    the rule) and a retry never will: a configuration error, exit 78.
+    """
+
+    exit_code = EXIT_CONFIG
+
+    def __init__(self, store: Path, repository: Path, pattern: str, source: str) -> None:
+        self.store = store
+        self.repository = repository
+        self.pattern = pattern
+        self.source = source
+        super().__init__(
+            f"refusing to use the store at {store}: the enclosing git repository {repository} "
+            f"ignores it (rule {pattern!r} at {source}), and memoryd does not force ignored "
+            "files into a repository's history; move the store out of the ignored folder "
+            f"(store.path), make it a repository of its own (git init {store}), or remove the rule"
+        )
+
+
 class CorruptFileError(StoreError):
     """A store file memoryd owns does not parse; it is left untouched."""
 

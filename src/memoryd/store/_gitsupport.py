@@ -1,4 +1,5 @@
-"""Plain helpers of the git adapter that need no GitPython: identity, status, path checks.
+"""Plain helpers of the git adapter that need no GitPython: identity, status, path checks, and
+the reading of `git check-ignore --verbose` output.
 
 They live apart from `memoryd.store.git` (still the only module importing GitPython) to keep
 that module about the adapter itself.
@@ -38,6 +39,31 @@ class StoreStatus:
     @property
     def clean(self) -> bool:
         return not (self.modified or self.untracked or self.deleted)
+
+
+@dataclass(frozen=True)
+class IgnoreRule:
+    """The ignore rule that excludes a path: the pattern, and where it is written (`file:line`)."""
+
+    pattern: str
+    source: str
+
+
+def parse_ignore_rule(output: str, work_tree: Path) -> IgnoreRule | None:
+    """Given the output of `git check-ignore --verbose --stdin -z` for one path, return the rule
+    that ignores it, or None when it is not ignored.
+
+    Records are `source NUL line NUL pattern NUL path NUL`. With --verbose git also reports a
+    matching negated pattern (`!keep`), which means the path is *not* ignored. A rule file named
+    relative to the work tree (`.gitignore`, `sub/.gitignore`, `.git/info/exclude`) is given as an
+    absolute path, so the message says which file to edit wherever it is read.
+    """
+    fields = output.split("\0")
+    if len(fields) < 4 or not fields[2] or fields[2].startswith("!"):
+        return None
+    source, line, pattern = fields[0], fields[1], fields[2]
+    location = Path(source) if Path(source).is_absolute() else work_tree / source
+    return IgnoreRule(pattern, f"{location}:{line}")
 
 
 def under(entries: set[str], pathspecs: list[str]) -> set[str]:

@@ -15,7 +15,12 @@ Invariants:
 - the repository location is passed explicitly (`GIT_DIR`, `GIT_WORK_TREE`, `GIT_INDEX_FILE`), so
   inherited variables cannot point git at another repository; git never prompts; hooks and
   commit signing are switched off through `GIT_CONFIG_*` (a daemon has no one to answer them);
-- a commit with nothing in it is never made (`commit` returns None).
+- a commit with nothing in it is never made (`commit` returns None);
+- a store folder inside a larger repository that ignores it is refused (IgnoredStoreError) by
+  `init` and `commit`: memoryd force-adds the files it names, so that files inside the store
+  matching some pattern (`*.json`) are still committed, but it never forces the store folder
+  itself into a repository that keeps it out of history. A store that is its own work tree
+  is never ignored, whatever an outer repository says.
 
 A stale `index.lock` left by a crashed git is handled before every index write; see
 `memoryd.store._gitlock` for how memoryd decides that a lock is stale.
@@ -36,20 +41,29 @@ from git import Repo
 from git.cmd import Git
 from git.exc import GitCommandError, InvalidGitRepositoryError, NoSuchPathError
 
-from memoryd.errors import GitError
+from memoryd.errors import GitError, IgnoredStoreError
 from memoryd.store._gitlock import LockPolicy, clear_index_lock
 from memoryd.store._gitsupport import (
     GitIdentity,
+    IgnoreRule,
     StoreStatus,
     checked_relative,
     nul_file,
+    parse_ignore_rule,
     remove_empty_parents,
     under,
 )
 
 log = structlog.get_logger(__name__)
 
-__all__ = ["DEFAULT_BRANCH", "GitIdentity", "GitStore", "StoreStatus", "find_work_tree"]
+__all__ = [
+    "DEFAULT_BRANCH",
+    "GitIdentity",
+    "GitStore",
+    "IgnoreRule",
+    "StoreStatus",
+    "find_work_tree",
+]
 
 DEFAULT_BRANCH = "main"
 # Settings forced on every git command through GIT_CONFIG_COUNT/KEY/VALUE (git >= 2.31); these
@@ -120,9 +134,12 @@ class GitStore:
         """Make the store a git work tree unless it already lies inside one.
 
         Return True when a repository was created. The initial branch is named explicitly so
-        the result does not depend on the machine's `init.defaultBranch`.
+        the result does not depend on the machine's `init.defaultBranch`. Raise
+        IgnoredStoreError, creating nothing, when the enclosing repository ignores the store
+        folder (which need not exist yet).
         """
         if self.work_tree_root() is not None:
+            self.check_not_ignored()
             return False
         self.store_root.mkdir(parents=True, exist_ok=True)
         git_dir = self.store_root / ".git"
@@ -137,6 +154,21 @@ class GitStore:
             raise GitError(f"git init in {self.store_root} failed: {_stderr(error)}") from error
         log.info("store.git_initialized", path=str(self.store_root), branch=initial_branch)
         return True
+
+    def ignore_rule(self) -> IgnoreRule | None:
+        """The rule of the enclosing repository that ignores the store folder, or None.
+
+        Always None for a store that is the root of its own work tree. Raise GitError when the
+        store is in no work tree or git fails.
+        """
+        with self._open(self.work_tree_root()) as session:
+            return session.ignore_rule()
+
+    def check_not_ignored(self) -> None:
+        """Raise IgnoredStoreError when the enclosing repository ignores the store folder (which
+        need not exist yet). Raise GitError when the store is in no work tree or git fails."""
+        with self._open(self.work_tree_root()) as session:
+            session.check_not_ignored()
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -186,12 +218,14 @@ class GitStore:
         Deleted paths are committed as deletions, so a folder moved on disk and committed under
         both its old and new path is recorded as a rename. Changes staged outside these paths,
         inside or outside the store, are left staged and uncommitted. Return the new commit's
-        sha, or None when the paths hold no change against HEAD. Raise GitError on failure.
+        sha, or None when the paths hold no change against HEAD. Raise IgnoredStoreError when
+        the enclosing repository ignores the store folder, GitError on failure.
         """
         relative = sorted({checked_relative(p) for p in paths})
         if not relative:
             return None
         with self._open() as session:
+            session.check_not_ignored()
             session.clear_index_lock()
             pathspecs = [session.to_repo_relative(p) for p in relative]
             known = session.tracked(pathspecs)
@@ -203,7 +237,8 @@ class GitStore:
             ]
             if not stageable:
                 return None
-            # --force: a path memoryd names is store content even if a .gitignore matches it.
+            # --force: a path memoryd names is store content even if a .gitignore matches it
+            # (`*.json`); the store folder itself was checked above not to be ignored.
             session.run_with_pathspecs(["add", "--all", "--force"], stageable)
             changed = session.staged_changes(stageable)
             if not changed:
@@ -342,9 +377,10 @@ class GitStore:
     # -- internals --------------------------------------------------------------------------
 
     @contextmanager
-    def _open(self) -> Iterator[_Session]:
+    def _open(self, start: Path | None = None) -> Iterator[_Session]:
+        # `start`: where to look for the repository when the store folder may not exist yet.
         try:
-            repo = Repo(self.store_root, search_parent_directories=True)
+            repo = Repo(start or self.store_root, search_parent_directories=True)
         except (InvalidGitRepositoryError, NoSuchPathError) as error:
             raise GitError(f"{self.store_root} is not inside a git work tree") from error
         with repo:
@@ -454,6 +490,36 @@ class _Session:
             "--", *self.store_pathspec(),
         )  # fmt: skip
         return sorted(under({entry for entry in output.split("\0") if entry}, pathspecs))
+
+    def ignore_rule(self) -> IgnoreRule | None:
+        """The rule ignoring the store folder; see `GitStore.ignore_rule`."""
+        if not self.prefix:
+            return None  # the store is the work tree's root, which nothing can ignore
+        # --no-index: files under the folder may be tracked already (force-added by an older
+        # memoryd), and a tracked path would otherwise be reported as not ignored. The trailing
+        # slash lets a folder-only pattern (`data/`) match a folder that does not exist yet.
+        # check-ignore refuses literal pathspecs; it never expands wildcards in the path it is
+        # given, and `:(top)` keeps a leading `:` in a folder name from being read as magic.
+        with nul_file([f":(top){self.prefix}/"]) as handle:
+            status, output, stderr = self.repo.git.execute(
+                ["git", "check-ignore", "--verbose", "--no-index", "--stdin", "-z"],
+                env={"GIT_LITERAL_PATHSPECS": "0"},
+                istream=handle,
+                with_extended_output=True,
+                with_exceptions=False,
+                kill_after_timeout=self.owner._command_timeout,
+                strip_newline_in_stdout=False,
+            )
+        if status not in (0, 1):  # 1 is "not ignored"
+            raise GitError(f"git check-ignore failed: {stderr.strip() or f'exit {status}'}")
+        return parse_ignore_rule(str(output), self.work_tree) if status == 0 else None
+
+    def check_not_ignored(self) -> None:
+        rule = self.ignore_rule()
+        if rule is not None:
+            raise IgnoredStoreError(
+                self.owner.store_root, self.work_tree, rule.pattern, rule.source
+            )
 
     def rebase_in_progress(self) -> bool:
         return (self.git_dir / "rebase-merge").exists() or (self.git_dir / "rebase-apply").exists()

@@ -124,13 +124,17 @@ def open_store(root: Path, git: GitStore | None = None) -> StoreInfo:
     """Check the store at `root`, migrate an older format, and sweep leftover temporary files.
 
     With `git`, the migration's changes are committed (only those paths). Raise StoreError if
-    `root` is not a memoryd store (run `memoryd init`), StoreFormatError if it is too new.
+    `root` is not a memoryd store (run `memoryd init`), StoreFormatError if it is too new, and,
+    with `git`, IgnoredStoreError before anything is touched if the repository it lies in
+    ignores it (a job would otherwise do all its work only to be refused at its commit).
     """
     root = root.resolve()
     version = read_format(root)
     if version is None:
         raise StoreError(f"{root} is not a memoryd store yet; run `memoryd init`")
     check_format(root, version)
+    if git is not None:
+        git.check_not_ignored()
     swept = tuple(sweep_temporaries(root))
     if swept:
         log.info("store.temporaries_swept", count=len(swept))
@@ -160,11 +164,12 @@ def init_store(
     """Create the store skeleton at `path` (and a git repository if it is in none); commit it.
 
     Only missing files are written. Without `clock`, git stamps the commit with its own time.
-    Raise StoreFormatError for a store of a newer format, GitError when git fails.
+    Raise IgnoredStoreError, creating nothing, when `path` lies inside a repository that ignores
+    it; StoreFormatError for a store of a newer format; GitError when git fails.
     """
-    path.mkdir(parents=True, exist_ok=True)
     git = GitStore(path, GitIdentity(author_name, author_email), clock)
     created_repository = git.init()
+    path.mkdir(parents=True, exist_ok=True)
     root = git.store_root
     version = read_format(root)
     if version is not None:

@@ -1,4 +1,5 @@
-"""The git adapter on real temporary repositories: scoping, identity, empty commits, renames."""
+"""The git adapter on real temporary repositories: scoping, identity, empty commits, renames,
+and the refusal of a store folder the enclosing repository ignores."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from memoryd.errors import GitError
+from memoryd.errors import EXIT_CONFIG, GitError, IgnoredStoreError
+from memoryd.store._gitsupport import IgnoreRule, parse_ignore_rule
 from memoryd.store.git import GitIdentity, GitStore, find_work_tree
 
 NOW = datetime(2026, 3, 4, 5, 6, 7, tzinfo=UTC)
@@ -303,3 +305,166 @@ def test_restore_puts_files_back_as_head_has_them(tmp_path: Path) -> None:
     assert (repo / "store" / "moved.md").read_text() == "committed too\n"
     assert not (repo / "store" / "new.md").exists()
     assert store.status().untracked == ("foreign.md",)
+
+
+# -- a store folder the enclosing repository ignores ---------------------------------------
+
+
+def nothing_staged_or_committed(repo: Path) -> bool:
+    unborn = subprocess.run(
+        ["git", "rev-parse", "--verify", "--quiet", "HEAD"],
+        cwd=repo,
+        capture_output=True,
+        check=False,
+    )
+    return unborn.returncode != 0 and git(repo, "ls-files") == ""
+
+
+@pytest.mark.parametrize(
+    ("rule_file", "rules", "store", "matched"),
+    [
+        (".gitignore", "build/\nnotes/\n", "notes/store", ("notes/", 2)),  # a parent folder
+        (".gitignore", "store\n", "notes/store", ("store", 1)),  # the folder itself, any depth
+        (".gitignore", "**/.data/\n", "bench/.data/rewrite/store-5", ("**/.data/", 1)),
+        ("notes/.gitignore", "store/\n", "notes/store", ("store/", 1)),  # a nested rule file
+        (".git/info/exclude", "/notes/store/\n", "notes/store", ("/notes/store/", 1)),
+        # A folder inside an ignored one cannot be re-included (git's rule, not memoryd's).
+        (".gitignore", "data/\n!data/store/\n", "data/store", ("data/", 1)),
+    ],
+)
+def test_commit_refuses_a_store_folder_the_enclosing_repository_ignores(
+    tmp_path: Path, rule_file: str, rules: str, store: str, matched: tuple[str, int]
+) -> None:
+    repo = make_repo(tmp_path / "repo")
+    store_root = repo / store
+    store_root.mkdir(parents=True)
+    (repo / rule_file).write_text(rules)
+    (store_root / "fact.md").write_text("a fact\n")
+
+    with pytest.raises(IgnoredStoreError) as caught:
+        store_at(store_root).commit(["fact.md"], "memoryd commit")
+
+    error = caught.value
+    pattern, line = matched
+    assert error.exit_code == EXIT_CONFIG
+    assert (error.store, error.repository) == (store_root.resolve(), repo.resolve())
+    assert (error.pattern, error.source) == (pattern, f"{repo.resolve() / rule_file}:{line}")
+    assert str(error).startswith(
+        f"refusing to use the store at {store_root.resolve()}: the enclosing git repository "
+        f"{repo.resolve()} ignores it (rule {pattern!r} at {repo.resolve() / rule_file}:{line})"
+    )
+    assert nothing_staged_or_committed(repo)
+
+
+def test_a_store_folder_that_is_already_tracked_is_still_refused(tmp_path: Path) -> None:
+    # An older memoryd force-added the store; the rule still says it does not belong.
+    repo = make_repo(tmp_path / "repo")
+    store_root = repo / "cache" / "store"
+    store_root.mkdir(parents=True)
+    (store_root / "fact.md").write_text("v1\n")
+    store_at(store_root).commit(["fact.md"], "before the rule")
+    (repo / ".gitignore").write_text("cache/\n")
+    (store_root / "fact.md").write_text("v2\n")
+
+    with pytest.raises(IgnoredStoreError):
+        store_at(store_root).commit(["fact.md"], "after the rule")
+    assert commit_count(repo) == 1
+
+
+def test_init_refuses_an_ignored_store_folder_and_creates_nothing(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    (repo / ".gitignore").write_text(".data/\n")
+    store = store_at(repo / ".data" / "store")
+
+    with pytest.raises(IgnoredStoreError, match=r"rule '\.data/'"):
+        store.init()
+    assert not (repo / ".data").exists()
+    assert store.ignore_rule() is not None
+
+
+@pytest.mark.parametrize(
+    "rules",
+    [
+        "",
+        "*.md\nmemory/\n",  # patterns that match files inside the store, not the folder
+        "data/*\n!data/store/\n",  # a folder re-included
+        "st*\n!store/\n",  # the folder itself re-included
+        "other-store/\nstore-sibling\n",
+    ],
+)
+def test_a_store_folder_that_is_not_ignored_is_committed(tmp_path: Path, rules: str) -> None:
+    repo = make_repo(tmp_path / "repo")
+    (repo / ".gitignore").write_text(rules)
+    store_root = repo / "data" / "store"
+    (store_root / "memory").mkdir(parents=True)
+    (store_root / "memory" / "2026-03-04.md").write_text("note\n")
+    store = store_at(store_root)
+
+    assert store.ignore_rule() is None
+    assert store.commit(["memory/2026-03-04.md"], "kept") is not None
+    assert committed_files(repo) == {"data/store/memory/2026-03-04.md"}
+
+
+def test_a_store_that_is_its_own_repository_ignores_outer_rules(tmp_path: Path) -> None:
+    outer = make_repo(tmp_path / "outer")
+    (outer / ".gitignore").write_text("stores/\n")
+    inner = make_repo(outer / "stores" / "memory")
+    (inner / "fact.md").write_text("a fact\n")
+    store = store_at(inner)
+
+    assert store.ignore_rule() is None
+    assert store.init() is False
+    assert store.commit(["fact.md"], "own repository") is not None
+    assert committed_files(inner) == {"fact.md"}
+    assert nothing_staged_or_committed(outer)
+
+
+def test_a_standalone_store_is_never_ignored(tmp_path: Path) -> None:
+    store = store_at(tmp_path / "store")
+    store.init()
+    (tmp_path / "store" / ".gitignore").write_text("*\n")
+    (tmp_path / "store" / "a.md").write_text("a\n")
+
+    assert store.ignore_rule() is None
+    assert store.commit(["a.md"], "standalone") is not None
+
+
+def test_the_store_folder_name_is_taken_literally_when_checking_ignore_rules(
+    tmp_path: Path,
+) -> None:
+    repo = make_repo(tmp_path / "repo")
+    (repo / ".gitignore").write_text("axb/\n:odd\n")
+    for name in ("a*b", "axb", ":odd"):
+        (repo / name).mkdir()
+
+    assert store_at(repo / "a*b").ignore_rule() is None  # not a pattern matching "axb"
+    assert store_at(repo / "axb").ignore_rule() is not None
+    assert store_at(repo / ":odd").ignore_rule() is not None  # not read as pathspec magic
+
+
+def test_a_rule_from_the_global_excludes_file_is_named_by_its_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    excludes = tmp_path / "global-ignore"
+    excludes.write_text("# scratch folders\nscratch/\n")
+    settings = tmp_path / "gitconfig"
+    settings.write_text(f"[core]\n\texcludesFile = {excludes}\n")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(settings))
+    repo = make_repo(tmp_path / "repo")
+
+    rule = store_at(repo / "scratch" / "store").ignore_rule()
+
+    assert rule is not None
+    assert (rule.pattern, rule.source) == ("scratch/", f"{excludes}:2")
+
+
+def test_check_ignore_output_is_read_as_a_rule_unless_it_is_negated(tmp_path: Path) -> None:
+    # What `git check-ignore --verbose --no-index --stdin -z` prints for one path.
+    ignored = "sub/.gitignore\x003\x00cache/\x00:(top)sub/cache/store/\x00"
+    negated = ".gitignore\x002\x00!keep\x00:(top)keep/\x00"
+
+    assert parse_ignore_rule(ignored, tmp_path) == IgnoreRule(
+        "cache/", f"{tmp_path / 'sub' / '.gitignore'}:3"
+    )
+    assert parse_ignore_rule(negated, tmp_path) is None
+    assert parse_ignore_rule("", tmp_path) is None

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from memoryd.errors import StoreError, StoreFormatError
+from memoryd.errors import IgnoredStoreError, StoreError, StoreFormatError
 from memoryd.store.git import GitIdentity, GitStore
 from memoryd.store.layout import (
     CURRENT_FORMAT,
@@ -39,6 +39,13 @@ def git(cwd: Path, *args: str) -> str:
     return subprocess.run(
         ["git", *args], cwd=cwd, check=True, capture_output=True, text=True
     ).stdout
+
+
+@pytest.fixture(autouse=True)
+def _clean_git_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The helper `git()` must not follow variables pointing at another repository or index.
+    for name in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"):
+        monkeypatch.delenv(name, raising=False)
 
 
 def init(path: Path) -> InitResult:
@@ -186,3 +193,81 @@ def test_opening_sweeps_leftover_temporary_files(tmp_path: Path) -> None:
     assert not leftover.exists()
     assert info.swept == (leftover.resolve(),)
     assert (root / "life" / "index.md").exists()
+
+
+# -- a store inside a larger repository that ignores it ---------------------------------------
+
+
+def larger_repository(path: Path, gitignore: str) -> Path:
+    path.mkdir()
+    git(path, "init", "--quiet", "--initial-branch=main")
+    (path / ".gitignore").write_text(gitignore)
+    git(path, "add", ".gitignore")
+    git(path, "-c", "user.name=Someone", "-c", "user.email=s@x.invalid", "commit", "-qm", "base")
+    return path
+
+
+def test_init_refuses_a_store_the_enclosing_repository_ignores(tmp_path: Path) -> None:
+    repo = larger_repository(tmp_path / "project", "benchmarks/.data/\n")
+    root = repo / "benchmarks" / ".data" / "rewrite" / "store-250"
+
+    with pytest.raises(IgnoredStoreError) as caught:
+        init(root)
+
+    assert str(caught.value) == (
+        f"refusing to use the store at {root.resolve()}: the enclosing git repository "
+        f"{repo.resolve()} ignores it (rule 'benchmarks/.data/' at {repo.resolve()}/.gitignore:1),"
+        " and memoryd does not force ignored files into a repository's history; move the store "
+        f"out of the ignored folder (store.path), make it a repository of its own (git init "
+        f"{root.resolve()}), or remove the rule"
+    )
+    assert caught.value.exit_code == 78
+    assert not (repo / "benchmarks").exists()  # nothing created
+    assert git(repo, "rev-list", "--count", "HEAD").strip() == "1"  # nothing committed
+    assert git(repo, "status", "--porcelain", "--ignored") == ""
+
+
+def test_init_and_open_refuse_a_store_that_became_ignored(tmp_path: Path) -> None:
+    repo = larger_repository(tmp_path / "project", "")
+    root = repo / "cache" / "store"
+    init(root)
+    (repo / ".gitignore").write_text("cache/\n")
+    head = git(repo, "rev-parse", "HEAD")
+    leftover = root / "life" / ".index.md.k3j2.tmp"
+    leftover.write_text("half-written\n")
+
+    with pytest.raises(IgnoredStoreError):
+        init(root)
+    with pytest.raises(IgnoredStoreError):
+        open_store(root, GitStore(root, GitIdentity("memoryd", "m@x.invalid"), lambda: NOW))
+    assert leftover.exists()  # refused before anything was touched
+    assert git(repo, "rev-parse", "HEAD") == head
+
+
+def test_init_inside_a_larger_repository_commits_store_files_its_rules_match(
+    tmp_path: Path,
+) -> None:
+    # The rules are about other files; the store folder itself is not ignored, so memoryd's own
+    # files are committed even where a pattern matches them.
+    repo = larger_repository(tmp_path / "project", "*.md\nmemory/\nbuild/\n")
+
+    result = init(repo / "notes")
+
+    assert result.commit is not None
+    files = git(repo, "show", "--name-only", "--format=", "HEAD").split()
+    assert sorted(files) == [f"notes/{name}" for name in SKELETON]
+    assert init(repo / "notes").commit is None  # idempotent
+
+
+def test_a_store_with_its_own_repository_may_sit_in_an_ignored_folder(tmp_path: Path) -> None:
+    repo = larger_repository(tmp_path / "project", "stores/\n")
+    root = repo / "stores" / "memory"
+    root.mkdir(parents=True)
+    git(root, "init", "--quiet", "--initial-branch=main")  # the fix the refusal suggests
+
+    result = init(root)
+
+    assert result.commit == git(root, "rev-parse", "HEAD").strip()
+    assert sorted(git(root, "ls-files").split()) == SKELETON
+    assert git(repo, "rev-list", "--count", "HEAD").strip() == "1"
+    assert init(root).commit is None
