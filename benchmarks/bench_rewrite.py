@@ -1,8 +1,10 @@
 """Rewrite benchmark: the weekly selection pass on a large store, everything but the LLM.
 
 What it measures (issue 5): a store of 100,000 facts in 5,000 entities (`--scale 1`) is
-generated once under benchmarks/.data/ (items.json and entity.json written directly, in the
-store's own formats; no git history is needed to read it). Then the selection pass (catalogue
+generated once under `$TMPDIR/memoryd-bench/rewrite/` and reused by later runs (items.json and
+entity.json written directly, in the store's own formats; no git history is needed to read it).
+The store is a git repository of its own, outside any work tree: generated inside one (this
+project's, say) `init_store` would commit its skeleton there. Then the selection pass (catalogue
 load, tiers, change detection against the tracking in a real state database) is timed:
 
 1. first pass, nothing tracked yet: every entity's facts are parsed and tiered;
@@ -23,6 +25,7 @@ import platform
 import random
 import shutil
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
@@ -36,12 +39,12 @@ from memoryd.state.facade import State
 from memoryd.state.rewrites import EntityRewrite
 from memoryd.store.catalog import EntityCatalog
 from memoryd.store.entities import Entity, render_metadata
-from memoryd.store.git import GitIdentity, GitStore
+from memoryd.store.git import GitIdentity, GitStore, find_work_tree
 from memoryd.store.items import Fact, FactSource, render_items
 from memoryd.store.layout import init_store
 from memoryd.store.unit import UnitOfWork
 
-DATA = Path(__file__).resolve().parent / ".data" / "rewrite"
+DATA = Path(tempfile.gettempdir()) / "memoryd-bench" / "rewrite"
 ENTITIES = 5000
 FACTS_PER_ENTITY = 20
 CHANGED = 50
@@ -128,6 +131,14 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks rewrite")
     parser.add_argument("--scale", type=float, default=1.0, help="fraction of 5,000 entities")
     options = parser.parse_args(argv)
+    enclosing = find_work_tree(DATA)
+    if enclosing is not None:
+        print(
+            f"{DATA} is inside the git work tree {enclosing}, which the benchmark's store would "
+            "be committed into; set TMPDIR to a folder outside any git repository",
+            file=sys.stderr,
+        )
+        return 2
     entities = max(10, int(ENTITIES * options.scale))
     root = DATA / f"store-{entities}"
     generated, _ = timed(lambda: generate(root, entities))
