@@ -1,4 +1,8 @@
-"""Shared helpers for the source reader tests: fixture location and whole-source reads."""
+"""Shared helpers for the source reader tests: whole-source reads.
+
+The shared real samples are located by `tests.shared_samples`, the synthetic transcripts are
+written by `tests.fakes.transcripts`.
+"""
 
 from __future__ import annotations
 
@@ -10,9 +14,6 @@ from memoryd.settings import SourceSettings
 from memoryd.sources.cursor import FileCursor
 from memoryd.sources.model import Turn
 from memoryd.sources.reader import DEFAULT_MAX_BYTES, ReadResult, SourceReader
-
-# CI puts the shared folder beside the clone; the samples are read in place, never copied.
-FIXTURES = Path(__file__).resolve().parents[3].parent / "shared" / "fixtures" / "transcripts"
 
 
 def make_reader(fmt: str, path: Path | str, *, routine: str | None = None) -> SourceReader:

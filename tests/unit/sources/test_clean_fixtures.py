@@ -6,16 +6,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from tests.shared_samples import SHARED_TRANSCRIPTS as FIXTURES
+from tests.shared_samples import requires_shared_transcripts
 
 from memoryd.redaction import find_secrets
 from memoryd.sources.clean import clean_conversation
 from memoryd.sources.model import Conversation
 
-from .support import FIXTURES, make_reader, read_once
+from .support import make_reader, read_once
 
-pytestmark = pytest.mark.skipif(
-    not FIXTURES.is_dir(), reason="shared fixtures are not beside the clone"
-)
+pytestmark = requires_shared_transcripts
 
 SAMPLES = [
     *(("claude-code", p) for p in sorted((FIXTURES / "claude-code").rglob("*.jsonl"))),

@@ -5,19 +5,18 @@ from __future__ import annotations
 from collections import Counter
 from datetime import UTC, datetime
 
-import pytest
+from tests.shared_samples import SHARED_TRANSCRIPTS as FIXTURES
+from tests.shared_samples import requires_shared_transcripts
 
 from memoryd.sources.model import Conversation
 from memoryd.sources.reader import ReadResult
 
-from .support import FIXTURES, all_turns, make_reader, read_once, texts
+from .support import all_turns, make_reader, read_once, texts
 
 CLAUDE = FIXTURES / "claude-code"
 CODEX = FIXTURES / "codex"
 
-pytestmark = pytest.mark.skipif(
-    not FIXTURES.is_dir(), reason="shared fixtures are not beside the clone"
-)
+pytestmark = requires_shared_transcripts
 
 
 def read_file(fmt: str, relative: str) -> ReadResult:
