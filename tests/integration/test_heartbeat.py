@@ -10,7 +10,9 @@ from typing import Any
 import pytest
 from structlog.testing import capture_logs
 from tests.fakes.fake_anthropic import Error, FakeAnthropicServer, RecordedRequest, Text, ToolUse
+from tests.fakes.transcripts import SYNTHETIC_FORMATS, Said
 from tests.integration.harness import Workspace, turn
+from tests.shared_samples import SHARED_TRANSCRIPTS, requires_shared_transcripts
 
 from memoryd.errors import EXIT_FAILED, EXIT_OK, EXIT_TEMPFAIL
 
@@ -439,8 +441,9 @@ def test_transient_storms_are_retried_then_succeed(ws: Workspace, storm: list[An
     assert ws.facts("life/areas/companies/acme")[0]["fact"] == "Renewed"
 
 
+@requires_shared_transcripts
 def test_transcripts_in_several_formats_are_filed_in_one_heartbeat(ws: Workspace) -> None:
-    fixtures = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "transcripts"
+    fixtures = SHARED_TRANSCRIPTS
     agents = [
         {
             "name": "coder",
@@ -468,6 +471,37 @@ def test_transcripts_in_several_formats_are_filed_in_one_heartbeat(ws: Workspace
     assert agents_seen == {"coder", "codex", "claw", "ops"}
     assert report.chunks_extracted == len(server.message_requests)
     assert ws.facts("life/areas/companies/acme")[0]["source"]["agent"] == "ops"
+
+
+def test_synthetic_transcripts_of_every_format_are_filed_in_one_heartbeat(ws: Workspace) -> None:
+    # One agent per format, each with one synthetic transcript naming a project of its own.
+    projects = {fmt: f"{fmt.replace('-', ' ').title()} Pilot" for fmt in SYNTHETIC_FORMATS}
+    agents = []
+    for fmt, synthetic in SYNTHETIC_FORMATS.items():
+        dialogue: list[Said] = [
+            ("user", f"remember: project {projects[fmt]}: Kick-off held"),
+            ("assistant", "Noted."),
+        ]
+        path = synthetic.write(ws.root / "agents" / fmt, dialogue)
+        agents.append({"name": fmt, "sources": [{"format": fmt, "path": str(path)}]})
+    with FakeAnthropicServer(handler=marker_model) as server:
+        report = ws.heartbeat(ws.settings(agents=agents), server.base_url)
+        agents_seen = [
+            re.search(r"Agent: (\S+)", user_text(r)).group(1)  # type: ignore[union-attr]
+            for r in server.message_requests
+        ]
+    assert report.exit_code == EXIT_OK
+    assert sorted(agents_seen) == sorted(SYNTHETIC_FORMATS)
+    assert report.chunks_extracted == len(SYNTHETIC_FORMATS)
+    filed = {
+        (items.parent.name, item["fact"], item["source"]["agent"], item["source"]["session"])
+        for items in (ws.store / "life" / "projects").glob("*/items.json")
+        for item in json.loads(items.read_text(encoding="utf-8"))
+    }
+    assert filed == {
+        (f"{fmt}-pilot", "Kick-off held", fmt, synthetic.session)
+        for fmt, synthetic in SYNTHETIC_FORMATS.items()
+    }
 
 
 def test_lifecycle_access_bumps_and_routine_skills(ws: Workspace) -> None:
