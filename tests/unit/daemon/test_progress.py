@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import io
 import os
 
@@ -16,6 +17,26 @@ def test_nothing_is_drawn_when_stderr_is_not_a_terminal() -> None:
     assert TerminalProgress.for_stream(io.StringIO()) is None
 
 
+def read_until_eof(leader: int) -> bytes:
+    """Everything written to a pty, once its follower side is closed.
+
+    One read returns only what the line discipline has passed on so far, which under load is
+    not all of it. At EOF Linux raises EIO rather than returning b"" (other systems do that).
+    """
+    chunks: list[bytes] = []
+    while True:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError as error:
+            if error.errno != errno.EIO:
+                raise
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
 def test_on_a_terminal_the_bar_is_redrawn_in_place_and_the_line_ended() -> None:
     leader, follower = os.openpty()
     try:
@@ -27,7 +48,7 @@ def test_on_a_terminal_the_bar_is_redrawn_in_place_and_the_line_ended() -> None:
             report.chunks_extracted = 2
             progress(report)
             progress.close()
-        output = os.read(leader, 4096).decode()
+        output = read_until_eof(leader).decode()
     finally:
         os.close(leader)
     assert output.count("\r[") == 2  # each drawing returns to the start of the line
