@@ -22,8 +22,12 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# Coverage of src/memoryd, subprocesses included (pyproject.toml [tool.coverage]); the floor is
+# 90% of lines and branches (the suite measured 94% when it was set).
+COVERAGE_FLOOR ?= 90
+
 unit: $(STAMP)
-	$(BIN)/pytest
+	$(BIN)/pytest --cov --cov-report=term --cov-fail-under=$(COVERAGE_FLOOR)
 
 test: lint typecheck unit
 
@@ -34,4 +38,4 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks
 
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache build demo-out
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache build demo-out .coverage .coverage.*

@@ -21,11 +21,10 @@ import structlog
 import structlog.tracebacks
 from structlog.typing import EventDict, Processor, WrappedLogger
 
+from memoryd import LOG_LEVELS
 from memoryd.redaction import redact
 
 LogFormat = Literal["auto", "json", "console"]
-LEVELS = ("debug", "info", "warning", "error", "critical")
-
 _SECRET_KEY = re.compile(
     r"(?i)(api[_-]?key|secret|passw(or)?d|token|authorization|credential|cookie|private[_-]?key)"
 )
@@ -87,7 +86,7 @@ def configure_logging(
     stream = stream if stream is not None else sys.stderr
     numeric_level = logging.getLevelName(level.upper())
     if not isinstance(numeric_level, int):
-        message = f"unknown log level {level!r}; use one of {', '.join(LEVELS)}"
+        message = f"unknown log level {level!r}; use one of {', '.join(LOG_LEVELS)}"
         raise ValueError(message)  # noqa: TRY004 - a bad value, not a bad type
     use_console = log_format == "console" or (log_format == "auto" and stream.isatty())
 

@@ -16,9 +16,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from memoryd.daemon.jobs import Environment, build_heartbeat, open_state
 from memoryd.extractors.extract import Extractor, LLMExtractor, MarkersExtractor
 from memoryd.extractors.heartbeat import HeartbeatReport
+from memoryd.jobs.environment import Environment, open_state
+from memoryd.jobs.heartbeat import build_heartbeat
 from memoryd.llm.anthropic_client import AnthropicClient
 from memoryd.redaction import redact
 from memoryd.settings import Settings, parse_settings

@@ -159,7 +159,7 @@ def test_a_held_lock_makes_a_one_shot_heartbeat_exit_75(tmp_path: Path) -> None:
         [
             sys.executable,
             "-c",
-            "import sys; from pathlib import Path; from memoryd.daemon.lock import single_writer\n"
+            "import sys; from pathlib import Path; from memoryd.jobs.lock import single_writer\n"
             "with single_writer(Path(sys.argv[1])):\n"
             "    print('held', flush=True); sys.stdin.read()",
             str(tmp_path / "state"),

@@ -17,8 +17,9 @@ from structlog.testing import capture_logs
 from tests.fakes.fake_anthropic import FakeAnthropicServer, FakeUsage, RecordedRequest, ToolUse
 from tests.integration.harness import Workspace, turn
 
-from memoryd.daemon.jobs import Environment, open_state, run_heartbeat
 from memoryd.errors import EXIT_OK, EXIT_TEMPFAIL
+from memoryd.jobs.environment import Environment, open_state
+from memoryd.jobs.heartbeat import run_heartbeat
 from memoryd.settings import Settings
 
 KEY = "sk-ant-test-budget-000000000000"

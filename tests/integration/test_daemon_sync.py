@@ -9,7 +9,7 @@ import pytest
 from structlog.testing import capture_logs
 from tests.integration.harness import Workspace, turn
 
-from memoryd.daemon.jobs import run_heartbeat
+from memoryd.jobs.heartbeat import run_heartbeat
 from memoryd.settings import Settings
 
 

@@ -617,8 +617,9 @@ class EditingExtractor:
 def test_a_file_edited_by_someone_during_the_heartbeat_is_reread_never_overwritten(
     ws: Workspace,
 ) -> None:
-    from memoryd.daemon.jobs import build_heartbeat, open_state
     from memoryd.extractors.extract import MarkersExtractor
+    from memoryd.jobs.environment import open_state
+    from memoryd.jobs.heartbeat import build_heartbeat
 
     tacit = ws.store / "MEMORY.md"
     edits = iter(range(100))
@@ -683,7 +684,7 @@ def test_a_secret_a_person_left_in_a_store_file_never_reaches_history(ws: Worksp
 def test_the_journal_keeps_committed_chunks_for_two_weeks_only(ws: Workspace) -> None:
     from datetime import timedelta
 
-    from memoryd.daemon.jobs import open_state
+    from memoryd.jobs.environment import open_state
 
     ws.write_log("a.jsonl", [turn("user", "tacit: Prefers mornings", "2026-03-01T10:00:00Z")])
     ws.heartbeat(ws.settings("markers"))

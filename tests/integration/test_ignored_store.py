@@ -96,3 +96,17 @@ def test_a_heartbeat_refuses_a_store_that_became_ignored_before_reading(project:
     assert refusal(project) in result.stderr
     assert git(project, "rev-parse", "HEAD").stdout == head
     assert "Prefers mornings" not in (project / "store" / "MEMORY.md").read_text(encoding="utf-8")
+
+
+def test_check_and_a_dry_run_report_a_store_that_became_ignored(project: Path) -> None:
+    assert memoryd(project, "init").returncode == EXIT_OK
+    assert memoryd(project, "check").returncode == EXIT_OK
+    (project / ".gitignore").write_text("store/\n")
+
+    check = memoryd(project, "check")
+    dry_run = memoryd(project, "heartbeat", "--dry-run")
+
+    assert check.returncode == EXIT_CONFIG, check.stdout + check.stderr
+    assert f"error: At 'store.path': {refusal(project)}" in check.stdout
+    assert dry_run.returncode == EXIT_CONFIG, dry_run.stderr
+    assert refusal(project) in dry_run.stderr

@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 from tests.fakes.fake_anthropic import FakeAnthropicServer, ToolUse
 
-from memoryd.daemon.jobs import Environment
 from memoryd.daemon.notify import Notifier
 from memoryd.daemon.scheduler import Daemon, DaemonOptions
+from memoryd.jobs.environment import Environment
 from memoryd.settings import load_settings
 from memoryd.store.layout import init_store
 

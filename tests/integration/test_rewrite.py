@@ -18,10 +18,10 @@ from tests.fakes.fake_anthropic import FakeAnthropicServer, RecordedRequest, Too
 from tests.integration.harness import TEST_KEY, Workspace
 from tests.unit.rewrite.support import Planted, plant
 
-from memoryd.daemon.jobs import open_state
 from memoryd.errors import EXIT_OK
+from memoryd.jobs.environment import open_state
+from memoryd.jobs.rewrite import build_rewrite, explain, poll_rewrite_batch, run_rewrite
 from memoryd.llm.anthropic_client import AnthropicClient
-from memoryd.rewrite.job import build_rewrite, explain, poll_rewrite_batch, run_rewrite
 from memoryd.rewrite.report import RewriteReport
 from memoryd.settings import Settings
 

@@ -12,10 +12,11 @@ from pathlib import Path
 import pytest
 from tests.integration.harness import NOW, Workspace, turn
 
-from memoryd.daemon.commands import cmd_retry, cmd_status
-from memoryd.daemon.jobs import open_state, run_heartbeat
-from memoryd.daemon.lock import single_writer
+from memoryd.cli.commands import cmd_retry, cmd_status
 from memoryd.daemon.status import collect_status, render_status
+from memoryd.jobs.environment import open_state
+from memoryd.jobs.heartbeat import run_heartbeat
+from memoryd.jobs.lock import single_writer
 from memoryd.llm.prices import Usage
 from memoryd.settings import LoadedConfig, Settings
 

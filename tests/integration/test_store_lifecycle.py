@@ -16,7 +16,7 @@ from memoryd.redaction import secret_kinds
 from memoryd.store.git import GitIdentity, GitStore
 from memoryd.store.layout import init_store, open_store
 from memoryd.store.tacit import add_tacit
-from memoryd.store.unit import UnitOfWork
+from memoryd.store.unit import UnitOfWork, undo_own_writes
 
 START = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 FAKE_GITHUB_TOKEN = "ghp_" + "aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dF3hJ5"
@@ -111,14 +111,15 @@ def test_a_store_lives_its_life_inside_a_larger_repository(repo: Path) -> None:
     doomed = UnitOfWork(store)
     doomed.write_text("memory/2026-03-01.md", "# 2026-03-01\n\n- 12:00 launch archived\n")
     doomed.write_text("MEMORY.md", (root / "MEMORY.md").read_text() + "- Works late\n")
-    journal = dict(doomed.plan())
+    planned = doomed.plan()
     (root / "memory" / "2026-03-01.md").write_text("# 2026-03-01\n\n- 12:00 launch archived\n")
 
-    # The next heartbeat does not mistake that for someone else's edit, and finishes it.
+    # The next heartbeat undoes its predecessor's half-done write instead of mistaking it for
+    # someone else's edit, then does the work again.
     clock.advance(1)
+    assert undo_own_writes(store, planned) == ["memory/2026-03-01.md"]
     recovery = UnitOfWork(store)
-    leftovers = recovery.commit_foreign_edits(secret_kinds, journal)
-    assert leftovers.own == ("memory/2026-03-01.md",)
+    leftovers = recovery.commit_foreign_edits(secret_kinds)
     assert leftovers.commit is None
     recovery.write_text("memory/2026-03-01.md", "# 2026-03-01\n\n- 12:00 launch archived\n")
     recovery.write_text("MEMORY.md", (root / "MEMORY.md").read_text() + "- Works late\n")

@@ -404,13 +404,16 @@ ADVERSARIAL_LINES = {
 
 
 @pytest.mark.parametrize("name", sorted(ADVERSARIAL_LINES))
-def test_a_one_megabyte_adversarial_line_is_processed_in_seconds(name: str) -> None:
+def test_a_one_megabyte_adversarial_line_is_processed_in_bounded_time(name: str) -> None:
+    # A guard against catastrophic backtracking, which takes hours on such a line, not a speed
+    # target (speed is measured by benchmarks): the bound leaves room for coverage tracing on
+    # a small, loaded CI machine, where the slowest of these takes about 10 s.
     line = ADVERSARIAL_LINES[name]
     started = time.perf_counter()
 
     redact(line)
 
-    assert time.perf_counter() - started < 5.0
+    assert time.perf_counter() - started < 60.0
 
 
 # Fragments that sit close to the rules, so random texts exercise the tricky paths.

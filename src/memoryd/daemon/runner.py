@@ -24,10 +24,8 @@ from pathlib import Path
 
 import structlog
 
-from memoryd.daemon.lock import single_writer
 from memoryd.errors import LockHeldError
-from memoryd.extractors.chunking import Chunk
-from memoryd.extractors.extract import ChunkContext, Extraction, Extractor
+from memoryd.jobs.lock import single_writer
 from memoryd.logs import get_logger
 
 log = get_logger(__name__)
@@ -108,22 +106,6 @@ class JobTracker:
             self._changed.notify_all()
 
 
-class TrackedExtractor:
-    """An extractor that tells the tracker when it waits on the model (and that it progresses)."""
-
-    def __init__(self, inner: Extractor, tracker: JobTracker) -> None:
-        self._inner = inner
-        self._tracker = tracker
-
-    @property
-    def prompt_refs(self) -> tuple[str, ...]:
-        return self._inner.prompt_refs
-
-    def extract(self, chunk: Chunk, context: ChunkContext) -> Extraction:
-        with self._tracker.llm_call():
-            return self._inner.extract(chunk, context)
-
-
 class JobRunner:
     """Runs named jobs one at a time under the single-writer lock; see the module docstring."""
 
@@ -131,17 +113,11 @@ class JobRunner:
         self.tracker = tracker
         self._lock_dir = lock_dir
 
-    def run(self, name: str, body: Callable[[str], None], *, bind_run_id: bool = True) -> bool:
-        """Run `body(run_id)` as job `name`; return whether it ran to the end without error.
-
-        With `bind_run_id=False` only `job` is bound: for a body that names its runs itself and
-        cannot be given this id, so that its lines do not carry two different ids.
-        """
+    def run(self, name: str, body: Callable[[str], None]) -> bool:
+        """Run `body(run_id)` as job `name`; return whether it ran to the end without error."""
         structlog.contextvars.clear_contextvars()
         run_id = uuid.uuid4().hex[:16]
-        structlog.contextvars.bind_contextvars(job=name)
-        if bind_run_id:
-            structlog.contextvars.bind_contextvars(run_id=run_id)
+        structlog.contextvars.bind_contextvars(job=name, run_id=run_id)
         self.tracker.begin(name, run_id)
         try:
             with single_writer(self._lock_dir()):

@@ -8,12 +8,15 @@ an argument, so the next fire times are plain functions of the configuration and
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
-from memoryd.extractors.heartbeat import HeartbeatReport
 from memoryd.settings import ScheduleSettings
+
+if TYPE_CHECKING:
+    from memoryd.extractors.report import HeartbeatReport
 
 HEARTBEAT_JOB = "heartbeat"
 STARTUP_HEARTBEAT_JOB = "heartbeat-at-start"

@@ -47,10 +47,8 @@ from apscheduler.schedulers.blocking import BlockingScheduler
 from apscheduler.triggers.date import DateTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
-from memoryd.daemon import hooks
-from memoryd.daemon.jobs import Environment, git_store, open_state, run_heartbeat
 from memoryd.daemon.notify import Notifier
-from memoryd.daemon.runner import JobRunner, JobTracker, TrackedExtractor
+from memoryd.daemon.runner import JobRunner, JobTracker
 from memoryd.daemon.schedule import (
     CATCHUP_REWRITE_JOB,
     DEFAULT_MISFIRE_GRACE_SECONDS,
@@ -68,7 +66,9 @@ from memoryd.daemon.schedule import (
 )
 from memoryd.daemon.signals import SignalChannel
 from memoryd.errors import ConfigError
-from memoryd.extractors.heartbeat import HeartbeatReport
+from memoryd.extractors.report import HeartbeatReport
+from memoryd.jobs.environment import Environment, open_state
+from memoryd.jobs.heartbeat import run_heartbeat
 from memoryd.logs import get_logger
 from memoryd.settings import (
     LoadedConfig,
@@ -317,8 +317,7 @@ class Daemon:
 
     def rewrite_job(self) -> None:
         if not self.stopping:
-            # run_rewrite names its run itself (its log lines and commit trailer carry that id).
-            self.runner.run("rewrite", self._rewrite, bind_run_id=False)
+            self.runner.run("rewrite", self._rewrite)
 
     def watchdog_job(self) -> None:
         """Ping systemd's watchdog unless a job is stuck past its deadline."""
@@ -355,30 +354,21 @@ class Daemon:
             self.env,
             should_stop=self._stopping.is_set,
             run_id=run_id,
-            wrap_extractor=lambda extractor: TrackedExtractor(extractor, self.tracker),
+            watch_calls=self.tracker.llm_call,
         )
         self.last_report = report
         self.notifier.status(status_line(report, self.env.clock()))
         if self.settings.rewrite.use_batches:
             self._collect_rewrite_batch()
 
-    def _rewrite(self, _run_id: str) -> None:
-        from memoryd.rewrite.job import run_rewrite  # noqa: PLC0415 - only this job needs it
+    def _rewrite(self, run_id: str) -> None:
+        from memoryd.jobs.rewrite import run_rewrite  # noqa: PLC0415 - only this job needs it
 
-        settings = self.settings
-        git = git_store(settings, self.env.clock)
-        hooks.before_writing(settings, git)
-        report = run_rewrite(settings, self.env)
-        hooks.after_commit(settings, git, committed=report.commit is not None)
+        run_rewrite(self.settings, self.env, run_id=run_id)
 
     def _collect_rewrite_batch(self) -> None:
         """Apply a weekly rewrite's Message Batch once it has ended (a no-op without one)."""
-        from memoryd.rewrite.job import poll_rewrite_batch  # noqa: PLC0415 - as above
+        from memoryd.jobs.rewrite import poll_rewrite_batch  # noqa: PLC0415 - as above
 
-        if self.stopping:
-            return
-        settings = self.settings
-        report = poll_rewrite_batch(settings, self.env)
-        if report is not None:
-            git = git_store(settings, self.env.clock)
-            hooks.after_commit(settings, git, committed=report.commit is not None)
+        if not self.stopping:
+            poll_rewrite_batch(self.settings, self.env)

@@ -19,9 +19,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from memoryd.daemon.jobs import Environment, build_sources
-from memoryd.daemon.lock import LOCK_NAME, read_holder
 from memoryd.daemon.schedule import REWRITE_STALE_AFTER, rewrite_trigger
+from memoryd.jobs.environment import Environment
+from memoryd.jobs.lock import LOCK_NAME, read_holder
+from memoryd.jobs.sources import build_sources
 from memoryd.settings import Settings, state_directory
 from memoryd.sources.cursor import FileCursor
 from memoryd.state.facade import DATABASE_FILE_NAME, State

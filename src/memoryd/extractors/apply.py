@@ -16,7 +16,7 @@ touches facts of the same entity; unknown fact ids are ignored and counted.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from datetime import date, time
 from typing import Any, ParamSpec, Protocol
 
@@ -28,7 +28,7 @@ from memoryd.store.catalog import EntityCatalog
 from memoryd.store.entities import Entity, normalize_name
 from memoryd.store.facts import FactBook, FactDraft
 from memoryd.store.items import FactSource
-from memoryd.store.notes import PendingFact, TimelineEntry, add_pending_facts, add_timeline
+from memoryd.store.notes import PendingNote, TimelineEntry, add_pending_facts, add_timeline
 from memoryd.store.skills import add_routine_skill, add_skill
 from memoryd.store.tacit import add_tacit
 from memoryd.store.transaction import FileTransaction
@@ -59,9 +59,6 @@ class ApplyCounters:
     def add(self, other: ApplyCounters) -> None:
         for item in fields(self):
             setattr(self, item.name, getattr(self, item.name) + getattr(other, item.name))
-
-    def as_dict(self) -> dict[str, int]:
-        return {item.name: getattr(self, item.name) for item in fields(self)}
 
 
 @dataclass(frozen=True)
@@ -103,7 +100,6 @@ class StoreSession:
     skills_dir: str
     tacit_file: str
     today: date  # the processing date (recordedAt), in the configured zone
-    touched_entities: set[str] = field(default_factory=set)
 
     @classmethod
     def open(
@@ -199,7 +195,6 @@ class _Applier:
                 return None
             entity = catalog.create(name, kind, aliases, today=self.chunk.day)
             self.counters.entities_created += 1
-            self.session.touched_entities.add(entity.ref)
             self._file_pending(entity)
         elif aliases:
             entity = catalog.add_aliases(entity, aliases)
@@ -210,7 +205,6 @@ class _Applier:
                 self.counters.entities_archived += 1
             elif was_archived and not entity.archived:
                 self.counters.entities_reactivated += 1
-            self.session.touched_entities.add(entity.ref)
         return entity
 
     def _qualifies(self, name: str, aliases: list[str], spec: EntityIn | None) -> bool:
@@ -259,8 +253,6 @@ class _Applier:
         self.counters.facts_added += int(outcome.added)
         self.counters.facts_superseded += len(outcome.supersession.superseded)
         self.counters.ignored_references += len(outcome.supersession.refused)
-        if outcome.added:
-            self.session.touched_entities.add(entity.ref)
 
     def _stage_pending(self, fact: FactIn) -> None:
         record = PendingRecord(
@@ -282,7 +274,7 @@ class _Applier:
             self.counters.notes_added += add_pending_facts(
                 self.session.tx,
                 self.chunk.day,
-                [PendingFact(fact.entity.name, fact.entity.kind, fact.fact)],
+                [PendingNote(fact.entity.name, fact.entity.kind, fact.fact)],
             )
 
     def _related_refs(self, fact: FactIn) -> tuple[str, ...]:

@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import re
 from datetime import date
-from typing import Annotated, Literal
+from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-EntityKind = Literal["person", "company", "project", "area", "resource"]
-Category = Literal["relationship", "milestone", "status", "preference", "decision", "context"]
-EntityStatus = Literal["active", "completed", "inactive"]
+from memoryd.store.vocabulary import Category, EntityKind, EntityStatus
 
 _WHITESPACE = re.compile(r"\s+")
 

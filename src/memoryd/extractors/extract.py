@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -26,8 +27,8 @@ from memoryd.extractors.contract import (
     RECORD_MEMORIES_TOOL,
     RecordMemories,
 )
+from memoryd.extractors.markers import extract_markers
 from memoryd.llm.base import LLMClient, ToolRequest, ToolResult, ToolSpec
-from memoryd.llm.markers import extract_markers
 from memoryd.llm.prices import Usage
 from memoryd.llm.schema import tool_input_schema
 from memoryd.prompts import Prompt, load_prompt
@@ -59,7 +60,6 @@ class Extraction:
     answer: RecordMemories
     usage: Usage = field(default_factory=Usage)
     model: str | None = None
-    calls: int = 0
 
 
 class Extractor(Protocol):
@@ -73,6 +73,25 @@ class Extractor(Protocol):
     def extract(self, chunk: Chunk, context: ChunkContext) -> Extraction:
         """Return the validated, scrubbed answer. Raise InvalidAnswerError or an LLMError."""
         ...
+
+
+class WatchedExtractor:
+    """An extractor whose every call runs inside `watch()`: the daemon marks the time spent
+    waiting on the model, the command line redraws its progress after each call."""
+
+    def __init__(
+        self, inner: Extractor, watch: Callable[[], AbstractContextManager[object]]
+    ) -> None:
+        self._inner = inner
+        self._watch = watch
+
+    @property
+    def prompt_refs(self) -> tuple[str, ...]:
+        return self._inner.prompt_refs
+
+    def extract(self, chunk: Chunk, context: ChunkContext) -> Extraction:
+        with self._watch():
+            return self._inner.extract(chunk, context)
 
 
 Scrubber = Callable[[str], str]
@@ -164,7 +183,7 @@ class LLMExtractor:
         correction = ""
         reason = ""
         raw = ""
-        for attempt in (1, 2):
+        for _attempt in (1, 2):
             result = self._client.call_tool(self.build_request(chunk, context, correction))
             usage = usage + result.usage
             answer, reason, raw = _validate(result)
@@ -173,7 +192,6 @@ class LLMExtractor:
                     answer=scrub_answer(answer, self._scrub),
                     usage=usage,
                     model=result.model,
-                    calls=attempt,
                 )
             correction = (
                 "Your previous answer could not be used: "
@@ -198,7 +216,7 @@ def _validate(result: ToolResult) -> tuple[RecordMemories | None, str, str]:
 
 
 class MarkersExtractor:
-    """Extraction from explicit marker lines, with no model (see `memoryd.llm.markers`)."""
+    """Extraction from explicit marker lines, with no model (see `memoryd.extractors.markers`)."""
 
     def __init__(self, scrub: Scrubber) -> None:
         self._scrub = scrub

@@ -2,7 +2,8 @@
 
 The order of events is what makes a heartbeat safe to kill at any moment:
 
-1. A predecessor's unfinished commit is finished first (`memoryd.extractors.recovery`).
+1. (Before the heartbeat starts, the application layer has finished or undone whatever a killed
+   job of either kind left half-done: `memoryd.jobs.recovery`.)
 2. Edits others left uncommitted in the store are committed in their own commit.
 3. Sources are read from their committed cursors; the cleaned text of every conversation-day
    goes into the full-text index (mention counting needs it before anything is filed).
@@ -33,9 +34,9 @@ from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from memoryd.budget import Budget
 from memoryd.errors import ConcurrentEditError
 from memoryd.extractors.apply import ApplyCounters, StoreSession, apply_answer
-from memoryd.extractors.budget import Budget
 from memoryd.extractors.chunking import Chunk, chunk_to_json
 from memoryd.extractors.context import build_context
 from memoryd.extractors.contract import RecordMemories
@@ -49,26 +50,20 @@ from memoryd.extractors.intake import (
     requeued_chunks,
 )
 from memoryd.extractors.pending import PendingOverlay
-from memoryd.extractors.recovery import (
-    INTENT_KEY,
-    RUN_TRAILER,
-    finalize,
-    finish_interrupted_commit,
-)
+from memoryd.extractors.recovery import HEARTBEAT_INTENT_KEY, finalize_heartbeat
 from memoryd.extractors.report import HeartbeatReport, commit_message
 from memoryd.llm.base import PermanentLLMError, TransientLLMError, estimate_tokens
 from memoryd.llm.prices import PriceTable, Usage
 from memoryd.logs import get_logger
 from memoryd.state.facade import State
-from memoryd.state.journal import PlannedWrite as JournalWrite
 from memoryd.store.git import GitStore
 from memoryd.store.index import INDEX_PATH, write_index
 from memoryd.store.skills import INDEX_FILE, agent_folder
-from memoryd.store.unit import ABSENT, PlannedWrite, UnitOfWork
+from memoryd.store.unit import RUN_TRAILER, UnitOfWork
 
 log = get_logger(__name__)
 
-__all__ = ["Heartbeat", "HeartbeatReport", "HeartbeatSettings", "Source"]
+__all__ = ["Heartbeat", "HeartbeatOptions", "HeartbeatReport", "Source"]
 
 SecretScanner = Callable[[str], list[str]]
 _MAX_REPLANS = 3
@@ -76,7 +71,7 @@ JOURNAL_RETENTION = timedelta(days=14)
 
 
 @dataclass(frozen=True)
-class HeartbeatSettings:
+class HeartbeatOptions:
     zone: ZoneInfo
     chunk_tokens: int
     context_facts: int
@@ -100,12 +95,12 @@ class _Progress:
 
 
 class Heartbeat:
-    """Runs one heartbeat over real parts passed in (see `memoryd.daemon.jobs` for the wiring)."""
+    """Runs one heartbeat over real parts passed in (`memoryd.jobs.heartbeat` does the wiring)."""
 
     def __init__(
         self,
         *,
-        settings: HeartbeatSettings,
+        settings: HeartbeatOptions,
         sources: Sequence[Source],
         state: State,
         git: GitStore,
@@ -140,7 +135,6 @@ class Heartbeat:
         now = self.clock()
         self.state.runs.start(self.run_id, "heartbeat", now)
         log.info("heartbeat.started", run_id=self.run_id)
-        finish_interrupted_commit(self.state, self.git, now)
         foreign = UnitOfWork(self.git).commit_foreign_edits(self.scan_secrets)
         self.report.foreign_commit = foreign.commit
         read = self._intake(index_mentions=True)
@@ -382,18 +376,16 @@ class Heartbeat:
         }
         with self.state.transaction():
             for key in progress.done:
-                self.state.journal.mark_applied(
-                    key, run_id=self.run_id, writes=journal_writes(plan), at=self.clock()
-                )
+                self.state.journal.mark_applied(key, run_id=self.run_id, at=self.clock())
             if plan:
-                self.state.meta.set_json(INTENT_KEY, intent)
+                self.state.meta.set_json(HEARTBEAT_INTENT_KEY, intent)
         if plan:
             self.report.commit = uow.apply_and_commit(
                 commit_message(self.report.counters),
                 {RUN_TRAILER: self.run_id, **self._trailers()},
                 scanner=self.scan_secrets,
             )
-        finalize(self.state, intent, self.report.commit, self.clock())
+        finalize_heartbeat(self.state, intent, self.report.commit, self.clock())
         if self.report.outcome == "nothing-new" and (progress.done or self.report.commit):
             self.report.outcome = "ok"
         # Committed chunks are only looked up again when their file is re-read from a held-back
@@ -430,10 +422,6 @@ class Heartbeat:
             or "none",
             "Memoryd-Agents": ", ".join(agents) or "none",
         }
-
-
-def journal_writes(plan: Sequence[PlannedWrite]) -> list[JournalWrite]:
-    return [JournalWrite(w.path, None if w.sha256 == ABSENT else w.sha256) for w in plan]
 
 
 def _count_by(chunks: Sequence[Chunk], key: Callable[[Chunk], str]) -> dict[str, int]:

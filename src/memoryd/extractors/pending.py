@@ -16,8 +16,8 @@ from datetime import date
 from typing import Any
 
 from memoryd.extractors.apply import PendingRecord
-from memoryd.state.pending import PendingFacts as PendingTable
-from memoryd.store._text import normalize_statement
+from memoryd.state.pending import PendingTable
+from memoryd.store.text import normalize_statement
 
 
 def _identity(kind: str, key: str, fact: dict[str, Any]) -> tuple[str, str, str]:

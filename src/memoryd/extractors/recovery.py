@@ -6,7 +6,8 @@ applied and its pending-fact changes. After the git commit (which carries the tr
 `Memoryd-Run: <run id>`) one database transaction advances everything and drops the intent.
 
 If a heartbeat dies in between, the next one finds the intent and looks for the commit:
-- found: the commit happened, only the bookkeeping is missing — finish it (`finalize`);
+- found: the commit happened, only the bookkeeping is missing — finish it
+  (`finalize_heartbeat`);
 - not found: some files may hold memoryd's own half-done writes. A file whose content is exactly
   what memoryd planned is memoryd's, and is put back as HEAD has it; anything else (a file others
   changed, or one memoryd never reached) is left alone. The chunks stay journalled with their
@@ -23,16 +24,16 @@ from memoryd.extractors.pending import write_pending_changes
 from memoryd.logs import get_logger
 from memoryd.state.facade import State
 from memoryd.store.git import GitStore
-from memoryd.store.paths import StorePaths
-from memoryd.store.unit import ABSENT, disk_digest
+from memoryd.store.unit import RUN_TRAILER, undo_own_writes
 
 log = get_logger(__name__)
 
-INTENT_KEY = "heartbeat.intent"
-RUN_TRAILER = "Memoryd-Run"
+HEARTBEAT_INTENT_KEY = "heartbeat.intent"
 
 
-def finalize(state: State, intent: dict[str, Any], commit: str | None, at: datetime) -> None:
+def finalize_heartbeat(
+    state: State, intent: dict[str, Any], commit: str | None, at: datetime
+) -> None:
     """After the git commit: advance cursors, mark chunks committed, change pending facts and
     drop the intent, in one database transaction."""
     with state.transaction():
@@ -46,32 +47,25 @@ def finalize(state: State, intent: dict[str, Any], commit: str | None, at: datet
             for key in chunks:
                 state.failures.clear(key)
         write_pending_changes(state.pending, intent["pending"])
-        state.meta.delete(INTENT_KEY)
+        state.meta.delete(HEARTBEAT_INTENT_KEY)
 
 
-def finish_interrupted_commit(state: State, git: GitStore, at: datetime) -> str:
-    """Finish or undo a predecessor's commit; return what was done ("none", "finished",
+def finish_interrupted_heartbeat(state: State, git: GitStore, at: datetime) -> str:
+    """Finish or undo a killed heartbeat's commit; return what was done ("none", "finished",
     "undone")."""
-    intent = state.meta.get_json(INTENT_KEY)
+    intent = state.meta.get_json(HEARTBEAT_INTENT_KEY)
     if not isinstance(intent, dict):
         return "none"
     commit = git.find_commit(RUN_TRAILER, str(intent["run_id"]))
     if commit is not None:
-        finalize(state, intent, commit, at)
+        finalize_heartbeat(state, intent, commit, at)
         log.warning(
             "heartbeat.recovered", run_id=intent["run_id"], action="finished", commit=commit
         )
         return "finished"
-    paths = StorePaths(git.store_root)
-    ours = []
-    for path, digest in intent["writes"]:
-        on_disk = disk_digest(paths.resolve(path))
-        if digest == ABSENT:
-            if on_disk == ABSENT:
-                ours.append(path)  # removed by the half-done move: bring it back
-        elif on_disk == digest:
-            ours.append(path)
-    git.restore(ours)
-    state.meta.delete(INTENT_KEY)
-    log.warning("heartbeat.recovered", run_id=intent["run_id"], action="undone", restored=len(ours))
+    restored = undo_own_writes(git, intent["writes"])
+    state.meta.delete(HEARTBEAT_INTENT_KEY)
+    log.warning(
+        "heartbeat.recovered", run_id=intent["run_id"], action="undone", restored=len(restored)
+    )
     return "undone"

@@ -43,7 +43,6 @@ class BatchAnswer:
 @dataclass
 class MatchedResults:
     answers: list[BatchAnswer] = field(default_factory=list)
-    unknown: list[str] = field(default_factory=list)  # custom ids the batch had but we did not
 
 
 def match_results(
@@ -64,5 +63,4 @@ def match_results(
             matched.answers.append(BatchAnswer(ref, custom_id, None, problem))
         else:
             matched.answers.append(BatchAnswer(ref, custom_id, None, "no result in the batch"))
-    matched.unknown = sorted(set(results) - set(requests))
     return matched

@@ -61,7 +61,7 @@ def consolidate_bounded(
         ledger.charge(result.usage, result.model, batch=False)
         try:
             answer = consolidate.parse_answer(result.tool_input)
-            consolidate.apply_answer(tx, target, answer)
+            consolidate.apply_consolidation(tx, target, answer)
         except consolidate.ConsolidationRefusedError as error:
             outcome.refused += 1
             outcome.memos[memo_key] = target.content_digest

@@ -30,15 +30,15 @@ from memoryd.llm.base import ToolRequest, ToolSpec
 from memoryd.llm.schema import tool_input_schema
 from memoryd.prompts import load_prompt
 from memoryd.rewrite.summary import fence_marker
-from memoryd.store._markdown import (
+from memoryd.store.markdown import (
     Section,
     bullet_text,
     first_heading,
     join_sections,
     split_sections,
 )
-from memoryd.store._text import clip, one_line, words
 from memoryd.store.skills import GIST_LENGTH, INDEX_FILE, ROUTINES_DIR, topic_slug
+from memoryd.store.text import clip, one_line, words
 from memoryd.store.transaction import FileTransaction
 
 CONSOLIDATE_TOOL: Final = "consolidate_skills"
@@ -277,7 +277,9 @@ def _tip_order(number: str) -> tuple[int, str]:
     return (int(digits), number) if number.startswith("t") and digits.isdigit() else (0, number)
 
 
-def apply_answer(tx: FileTransaction, target: Target, answer: ConsolidateSkills) -> list[str]:
+def apply_consolidation(
+    tx: FileTransaction, target: Target, answer: ConsolidateSkills
+) -> list[str]:
     """Check the answer, then stage the rewritten files; return their paths. Raise
     ConsolidationRefusedError (nothing staged) when the answer is refused."""
     check_answer(target, answer)

@@ -1,4 +1,4 @@
-"""One weekly rewrite over real parts passed in (`memoryd.rewrite.job` does the wiring).
+"""One weekly rewrite over real parts passed in (`memoryd.jobs.rewrite` does the wiring).
 
 A run, in order:
 
@@ -33,7 +33,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
-from memoryd.extractors.recovery import RUN_TRAILER, finish_interrupted_commit
 from memoryd.llm.base import (
     BatchClient,
     LLMClient,
@@ -49,10 +48,9 @@ from memoryd.rewrite.bounded import consolidate_bounded
 from memoryd.rewrite.ledger import JOB, Ledger
 from memoryd.rewrite.recovery import (
     CHARGED_KEY_PREFIX,
-    INTENT_KEY,
+    REWRITE_INTENT_KEY,
     build_intent,
-    finalize,
-    finish_interrupted_rewrite,
+    finalize_rewrite,
 )
 from memoryd.rewrite.report import RewriteReport
 from memoryd.rewrite.select import (
@@ -68,13 +66,13 @@ from memoryd.state.facade import State
 from memoryd.store.catalog import EntityCatalog
 from memoryd.store.git import GitStore
 from memoryd.store.index import write_index
-from memoryd.store.unit import UnitOfWork
+from memoryd.store.unit import RUN_TRAILER, UnitOfWork
 
 log = get_logger(__name__)
 
 
 @dataclass(frozen=True)
-class RewriteSettings:
+class RewriteOptions:
     zone: ZoneInfo
     rule: TierRule
     model: str
@@ -90,7 +88,7 @@ class Rewrite:
     def __init__(
         self,
         *,
-        settings: RewriteSettings,
+        settings: RewriteOptions,
         state: State,
         git: GitStore,
         client: LLMClient | None,
@@ -138,10 +136,6 @@ class Rewrite:
         started = monotonic_time.monotonic()
         self.state.runs.start(self.run_id, JOB, self.clock())
         log.info("rewrite.started", run_id=self.run_id, mode=self.mode, poll_only=poll_only)
-        # Either job's killed commit is finished or undone before anything else, so neither
-        # commits the other's half-done writes as someone else's edits.
-        finish_interrupted_commit(self.state, self.git, self.clock())
-        finish_interrupted_rewrite(self.state, self.git, self.clock())
         UnitOfWork(self.git).commit_foreign_edits(self.scan_secrets)
         uow = self._uow
         catalog = EntityCatalog.load(uow)
@@ -384,7 +378,7 @@ class Rewrite:
         if plan:
             # Recorded before any file is written: a run killed from here on is finished or
             # undone by the next one (memoryd.rewrite.recovery).
-            self.state.meta.set_json(INTENT_KEY, intent)
+            self.state.meta.set_json(REWRITE_INTENT_KEY, intent)
             trailers = {
                 RUN_TRAILER: self.run_id,
                 "Memoryd-Prompts": ", ".join(sorted(self.stage.prompts)) or "none",
@@ -392,7 +386,7 @@ class Rewrite:
             self.report.commit = uow.apply_and_commit(
                 self.report.message(), trailers, scanner=self.scan_secrets
             )
-        finalize(self.state, intent, self.clock())
+        finalize_rewrite(self.state, intent, self.clock())
         did_something = (
             self.report.commit or self.report.batch_submitted or self.report.batch_applied
         )

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
-from memoryd.extractors.budget import Budget
+from memoryd.budget import Budget
 from memoryd.llm.base import ToolRequest, estimate_tokens
 from memoryd.llm.prices import PriceTable, Usage
 from memoryd.state.facade import State

@@ -4,13 +4,14 @@ A rewrite records its *intent* in the state database before it writes any file: 
 is about to make (path and digest of the new content) and the bookkeeping that follows the
 commit (each entity's tracking, refused-consolidation memos, the batch to forget). After the git
 commit (trailer `Memoryd-Run: <run id>`), one database transaction records the bookkeeping and
-drops the intent (`finalize`).
+drops the intent (`finalize_rewrite`).
 
 If a rewrite dies in between, the next one looks for its commit first:
 - found: only the bookkeeping is missing; it is finished, so the summaries just committed are not
   selected (and paid for) again;
-- not found: files whose content is exactly what the rewrite planned are its own half-done
-  writes and are put back as HEAD has them; anything else is left alone. The entities stay
+- not found: files whose content is exactly what the rewrite planned (a removed topic file:
+  gone) are its own half-done writes and are put back as HEAD has them; anything else is left
+  alone. The entities stay
   selected and are rewritten on this run.
 """
 
@@ -20,17 +21,15 @@ from collections.abc import Iterable, Mapping
 from datetime import date, datetime
 from typing import Any
 
-from memoryd.extractors.recovery import RUN_TRAILER
 from memoryd.logs import get_logger
 from memoryd.state.facade import State
 from memoryd.state.rewrites import EntityRewrite
 from memoryd.store.git import GitStore
-from memoryd.store.paths import StorePaths
-from memoryd.store.unit import ABSENT, PlannedWrite, disk_digest
+from memoryd.store.unit import RUN_TRAILER, PlannedWrite, undo_own_writes
 
 log = get_logger(__name__)
 
-INTENT_KEY = "rewrite.intent"
+REWRITE_INTENT_KEY = "rewrite.intent"
 CHARGED_KEY_PREFIX = "rewrite.batch_charged:"
 
 
@@ -61,7 +60,7 @@ def build_intent(
     }
 
 
-def finalize(state: State, intent: Mapping[str, Any], at: datetime) -> None:
+def finalize_rewrite(state: State, intent: Mapping[str, Any], at: datetime) -> None:
     """Record the rewrite's bookkeeping and drop its intent, in one database transaction."""
     records = [
         EntityRewrite(
@@ -82,26 +81,22 @@ def finalize(state: State, intent: Mapping[str, Any], at: datetime) -> None:
             state.meta.delete(CHARGED_KEY_PREFIX + batch)
         if intent["succeeded"]:
             state.rewrites.set_last_success(at)
-        state.meta.delete(INTENT_KEY)
+        state.meta.delete(REWRITE_INTENT_KEY)
 
 
 def finish_interrupted_rewrite(state: State, git: GitStore, at: datetime) -> str:
     """Finish or undo a killed predecessor's rewrite; return "none", "finished" or "undone"."""
-    intent = state.meta.get_json(INTENT_KEY)
+    intent = state.meta.get_json(REWRITE_INTENT_KEY)
     if not isinstance(intent, dict):
         return "none"
     commit = git.find_commit(RUN_TRAILER, str(intent["run_id"]))
     if commit is not None:
-        finalize(state, intent, at)
+        finalize_rewrite(state, intent, at)
         log.warning("rewrite.recovered", run_id=intent["run_id"], action="finished", commit=commit)
         return "finished"
-    paths = StorePaths(git.store_root)
-    ours = [
-        path
-        for path, digest in intent["writes"]
-        if digest != ABSENT and disk_digest(paths.resolve(path)) == digest
-    ]
-    git.restore(ours)
-    state.meta.delete(INTENT_KEY)
-    log.warning("rewrite.recovered", run_id=intent["run_id"], action="undone", restored=len(ours))
+    restored = undo_own_writes(git, intent["writes"])
+    state.meta.delete(REWRITE_INTENT_KEY)
+    log.warning(
+        "rewrite.recovered", run_id=intent["run_id"], action="undone", restored=len(restored)
+    )
     return "undone"

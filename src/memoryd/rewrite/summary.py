@@ -36,7 +36,7 @@ from memoryd.llm.schema import tool_input_schema
 from memoryd.prompts import load_prompt
 from memoryd.rewrite.select import SummaryFact, SummaryInput
 from memoryd.rewrite.tiers import Tier
-from memoryd.store._text import one_line, words
+from memoryd.store.text import one_line, words
 
 SUMMARY_TOOL: Final = "write_summary"
 MAX_LINES: Final = 60

@@ -17,10 +17,10 @@ from memoryd.state.errors import (
 )
 from memoryd.state.facade import DATABASE_FILE_NAME, State
 from memoryd.state.failures import DEFAULT_QUARANTINE_THRESHOLD, FailureRecord, Failures
-from memoryd.state.journal import ChunkRecord, ChunkState, Journal, PlannedWrite
+from memoryd.state.journal import ChunkRecord, ChunkState, Journal
 from memoryd.state.mentions import ConversationDay, MentionIndex
 from memoryd.state.meta import Meta
-from memoryd.state.pending import PendingEntity, PendingFact, PendingFacts
+from memoryd.state.pending import PendingEntity, PendingRow, PendingTable
 from memoryd.state.rewrites import EntityRewrite, PendingBatch, RewriteTracking
 from memoryd.state.runs import RunRecord, Runs
 from memoryd.state.usage import UsageLedger, UsageTotals
@@ -42,9 +42,8 @@ __all__ = [
     "Meta",
     "PendingBatch",
     "PendingEntity",
-    "PendingFact",
-    "PendingFacts",
-    "PlannedWrite",
+    "PendingRow",
+    "PendingTable",
     "RewriteTracking",
     "RunRecord",
     "Runs",

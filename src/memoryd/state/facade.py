@@ -20,7 +20,7 @@ from memoryd.state.failures import Failures
 from memoryd.state.journal import Journal
 from memoryd.state.mentions import MentionIndex
 from memoryd.state.meta import Meta
-from memoryd.state.pending import PendingFacts
+from memoryd.state.pending import PendingTable
 from memoryd.state.rewrites import RewriteTracking
 from memoryd.state.runs import Runs
 from memoryd.state.usage import UsageLedger
@@ -33,7 +33,7 @@ class State:
     db: StateDB
     cursors: Cursors
     mentions: MentionIndex
-    pending: PendingFacts
+    pending: PendingTable
     runs: Runs
     journal: Journal
     failures: Failures
@@ -49,7 +49,7 @@ class State:
             db=db,
             cursors=Cursors(db),
             mentions=MentionIndex(db),
-            pending=PendingFacts(db),
+            pending=PendingTable(db),
             runs=Runs(db),
             journal=Journal(db),
             failures=Failures(db),

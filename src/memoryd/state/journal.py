@@ -7,22 +7,21 @@ through four states, each recorded before the step it guards:
                called. Nothing was paid yet.
     answered   the validated answer and its usage are stored, before anything is applied: an
                answer received is never paid for again.
-    applied    the writes about to be made (store-relative path + sha256 of the new content, and
-               of the old one when known) are stored before the files change, so the next run
-               can tell memoryd's own half-done writes from edits by others.
+    applied    its answer is being applied by the run named; the writes it leads to are in
+               that heartbeat's commit intent (`memoryd.extractors.recovery`), which tells
+               memoryd's own half-done writes from edits by others.
     committed  the writes are in a git commit (or there was nothing to commit).
 
-Transitions only go forward (a chunk re-applied after a crash stays `applied` with new writes).
+Transitions only go forward (a chunk re-applied after a crash stays `applied`, by the new run).
 `plan` never overwrites an answer: planning a chunk that already has one returns the existing
-record, so the caller reuses it. A later run asks `unfinished()` for what a killed run left
-answered or applied and finishes it.
+record, so the caller reuses it.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal, cast
@@ -41,15 +40,6 @@ from memoryd.state.errors import JournalStateError
 ChunkState = Literal["planned", "answered", "applied", "committed"]
 
 
-@dataclass(frozen=True, order=True)
-class PlannedWrite:
-    """A file the apply step is about to write, by store-relative path and content digests."""
-
-    path: str
-    sha256: str | None  # of the new content; None when the file is to be deleted
-    previous_sha256: str | None = None  # of the content before; None when new or unknown
-
-
 @dataclass(frozen=True)
 class ChunkRecord:
     chunk_key: str
@@ -61,7 +51,6 @@ class ChunkRecord:
     usage: Usage | None = None
     model: str | None = None
     answered_at: datetime | None = None
-    writes: tuple[PlannedWrite, ...] = ()
     applied_at: datetime | None = None
     committed_at: datetime | None = None
     commit_sha: str | None = None
@@ -82,21 +71,6 @@ def _usage_from_json(text: str | None) -> Usage | None:
     return None if text is None else Usage(**json.loads(text))
 
 
-def _writes_to_json(writes: Iterable[PlannedWrite]) -> str:
-    return canonical_json(
-        [
-            {"path": w.path, "sha256": w.sha256, "previous_sha256": w.previous_sha256}
-            for w in sorted(set(writes))
-        ]
-    )
-
-
-def _writes_from_json(text: str | None) -> tuple[PlannedWrite, ...]:
-    if text is None:
-        return ()
-    return tuple(PlannedWrite(**item) for item in json.loads(text))
-
-
 def _chunk(row: sqlite3.Row) -> ChunkRecord:
     return ChunkRecord(
         chunk_key=row["chunk_key"],
@@ -108,7 +82,6 @@ def _chunk(row: sqlite3.Row) -> ChunkRecord:
         usage=_usage_from_json(row["usage_json"]),
         model=row["model"],
         answered_at=optional_instant(row["answered_at"]),
-        writes=_writes_from_json(row["writes_json"]),
         applied_at=optional_instant(row["applied_at"]),
         committed_at=optional_instant(row["committed_at"]),
         commit_sha=row["commit_sha"],
@@ -166,20 +139,18 @@ class Journal:
             values=(answer, _usage_to_json(usage), model, instant_to_text(at)),
         )
 
-    def mark_applied(
-        self, chunk_key: str, *, run_id: str, writes: Sequence[PlannedWrite], at: datetime
-    ) -> ChunkRecord:
-        """Record the writes the apply step is about to make, before it makes them.
+    def mark_applied(self, chunk_key: str, *, run_id: str, at: datetime) -> ChunkRecord:
+        """Record that `run_id` applies the chunk's answer, before its files change.
 
         An answered chunk becomes applied; an applied one (a crashed apply being redone) gets
-        the new run and writes. Raise JournalStateError in any other state.
+        the new run. Raise JournalStateError in any other state.
         """
         return self._advance(
             chunk_key,
             wanted="applied",
             allowed_from=("answered", "applied"),
-            assignments="run_id = ?, writes_json = ?, applied_at = ?",
-            values=(run_id, _writes_to_json(writes), instant_to_text(at)),
+            assignments="run_id = ?, applied_at = ?",
+            values=(run_id, instant_to_text(at)),
         )
 
     def mark_committed(
@@ -197,19 +168,9 @@ class Journal:
                     values=(commit_sha, instant_to_text(at)),
                 )
 
-    def unfinished(self, *, exclude_run_id: str | None = None) -> list[ChunkRecord]:
-        """Chunks left answered or applied but not committed (by a killed run), in the order
-        they were planned; those last moved by `exclude_run_id` (the current run) left out."""
-        rows = self._db.query(
-            "SELECT * FROM chunks WHERE state IN ('answered', 'applied')"
-            " AND (? IS NULL OR run_id != ?) ORDER BY planned_at, chunk_key",
-            (exclude_run_id, exclude_run_id),
-        )
-        return [_chunk(row) for row in rows]
-
     def discard(self, chunk_key: str) -> bool:
         """Forget a chunk in any state (e.g. one quarantined after its answer could not be
-        applied), so that `unfinished` stops offering it. Return whether it was known."""
+        applied). Return whether it was known."""
         cursor = self._db.execute("DELETE FROM chunks WHERE chunk_key = ?", (chunk_key,))
         return cursor.rowcount == 1
 

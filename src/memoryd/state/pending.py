@@ -23,7 +23,9 @@ from memoryd.state.db import StateDB
 
 
 @dataclass(frozen=True)
-class PendingFact:
+class PendingRow:
+    """A fact waiting in the state database for its entity to qualify."""
+
     id: int
     entity_name: str
     kind: str
@@ -44,8 +46,8 @@ class PendingEntity:
     first_date: date
 
 
-def _fact(row: sqlite3.Row) -> PendingFact:
-    return PendingFact(
+def _fact(row: sqlite3.Row) -> PendingRow:
+    return PendingRow(
         id=row["id"],
         entity_name=row["entity_name"],
         kind=row["kind"],
@@ -56,7 +58,9 @@ def _fact(row: sqlite3.Row) -> PendingFact:
     )
 
 
-class PendingFacts:
+class PendingTable:
+    """The pending facts of the state database (DESIGN §1.2)."""
+
     def __init__(self, db: StateDB) -> None:
         self._db = db
 
@@ -85,7 +89,7 @@ class PendingFacts:
         )
         return cursor.rowcount == 1
 
-    def for_keys(self, entity_keys: Iterable[str], kind: str | None = None) -> list[PendingFact]:
+    def for_keys(self, entity_keys: Iterable[str], kind: str | None = None) -> list[PendingRow]:
         """Return the pending facts of entities with any of the normalized keys (of any kind,
         or of `kind` only), oldest conversation first."""
         keys = sorted(set(entity_keys))
@@ -97,7 +101,7 @@ class PendingFacts:
         )
         return [_fact(row) for row in rows]
 
-    def all(self) -> list[PendingFact]:
+    def all(self) -> list[PendingRow]:
         return [
             _fact(row)
             for row in self._db.query("SELECT * FROM pending_facts ORDER BY conversation_date, id")

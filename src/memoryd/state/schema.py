@@ -151,4 +151,12 @@ _CREATE_V1 = (
     ) STRICT""",
 )
 
-MIGRATIONS: tuple[Migration, ...] = (Migration(1, "initial schema", _CREATE_V1),)
+# Version 2: a chunk row no longer keeps the list of its heartbeat's planned writes. Recovery reads
+# them from the heartbeat's commit intent; the copy on every chunk row was never read, and was
+# most of the database (the whole write list of a heartbeat, once per chunk).
+_DROP_CHUNK_WRITES = ("ALTER TABLE chunks DROP COLUMN writes_json",)
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, "initial schema", _CREATE_V1),
+    Migration(2, "drop the chunk journal's planned writes", _DROP_CHUNK_WRITES),
+)

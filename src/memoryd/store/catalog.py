@@ -19,19 +19,15 @@ from collections.abc import Iterable
 from dataclasses import replace
 from datetime import date
 
-from memoryd.store._mentions import MentionIndex
-from memoryd.store._text import one_line, words
 from memoryd.store.entities import (
     ARCHIVES,
     ITEMS_FILE,
-    KINDS,
     LAYOUTS,
     LIFE,
     MAX_NAME_LENGTH,
     METADATA_FILE,
     SUMMARY_FILE,
     Entity,
-    EntityKind,
     InvalidEntityError,
     check_kind,
     check_status,
@@ -40,8 +36,11 @@ from memoryd.store.entities import (
     parse_metadata,
     render_metadata,
 )
+from memoryd.store.labels import LabelMatcher
 from memoryd.store.paths import MAX_SLUG_LENGTH, slugify
+from memoryd.store.text import one_line, words
 from memoryd.store.transaction import FileTransaction
+from memoryd.store.vocabulary import KINDS, EntityKind
 
 _SLUG_SHAPE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 # Bucket folders nested inside the `areas` bucket are not area entities.
@@ -62,7 +61,7 @@ class EntityCatalog:
         self._by_name: dict[str, set[str]] = {}
         self._by_alias: dict[str, set[str]] = {}
         self._by_normalized: dict[str, set[str]] = {}
-        self._mentions: MentionIndex[str] = MentionIndex()
+        self._mentions: LabelMatcher[str] = LabelMatcher()
 
     @classmethod
     def load(cls, tx: FileTransaction) -> EntityCatalog:

@@ -19,15 +19,11 @@ import json
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
-from typing import Any, Final, Literal, get_args
+from typing import Any, Final
 
 from memoryd.errors import CorruptFileError, StoreError
-from memoryd.store._text import one_line, words
-
-EntityKind = Literal["person", "company", "project", "area", "resource"]
-EntityStatus = Literal["active", "completed", "inactive"]
-KINDS: Final[tuple[EntityKind, ...]] = get_args(EntityKind)
-STATUSES: Final[tuple[EntityStatus, ...]] = get_args(EntityStatus)
+from memoryd.store.text import one_line, words
+from memoryd.store.vocabulary import KINDS, STATUSES, EntityKind, EntityStatus
 
 LIFE = "life"
 ARCHIVES = "archives"

@@ -23,19 +23,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import date
-from typing import Final, Literal, get_args
 
 from memoryd.errors import StoreError
-from memoryd.store._text import normalize_statement, one_line, words
 from memoryd.store.catalog import EntityCatalog
 from memoryd.store.entities import Entity
 from memoryd.store.items import Fact, FactSource, parse_items, render_items, split_fact_id
+from memoryd.store.text import normalize_statement, one_line, words
 from memoryd.store.transaction import FileTransaction
+from memoryd.store.vocabulary import CATEGORIES
 
 __all__ = [
-    "CATEGORIES",
     "AddOutcome",
-    "Category",
     "Fact",
     "FactBook",
     "FactDraft",
@@ -45,8 +43,6 @@ __all__ = [
     "SupersedeOutcome",
 ]
 
-Category = Literal["relationship", "milestone", "status", "preference", "decision", "context"]
-CATEGORIES: Final[tuple[Category, ...]] = get_args(Category)
 MIN_ID_DIGITS = 3
 
 

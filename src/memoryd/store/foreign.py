@@ -24,10 +24,9 @@ holds its single-writer lock, so only a person editing at that very moment can c
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from types import MappingProxyType
 
 import structlog
 
@@ -39,7 +38,6 @@ log = structlog.get_logger(__name__)
 FOREIGN_EDITS_MESSAGE = "Record edits made in the store outside memoryd"
 MAX_SCANNED_BYTES = 8 * 1024 * 1024
 TOO_LARGE = "too-large"
-NO_PENDING: Mapping[str, str] = MappingProxyType({})
 
 
 @dataclass(frozen=True)
@@ -52,40 +50,35 @@ class WithheldFile:
 
 @dataclass(frozen=True)
 class ForeignEditsResult:
-    """What `commit_foreign_edits` did: its commit (None if none), the paths it committed, the
-    files it withheld, and memoryd's own half-done writes it recognised and left alone."""
+    """What `commit_foreign_edits` did: its commit (None if none), the paths it committed and the
+    files it withheld."""
 
     commit: str | None
     committed: tuple[str, ...]
     withheld: tuple[WithheldFile, ...]
-    own: tuple[str, ...]
 
 
 def commit_foreign_edits(
     git: GitStore,
     scanner: Callable[[str], list[str]],
-    own_pending: Mapping[str, str] = NO_PENDING,
     *,
     message: str = FOREIGN_EDITS_MESSAGE,
     max_bytes: int = MAX_SCANNED_BYTES,
 ) -> ForeignEditsResult:
     """Commit what others changed in the store and left uncommitted; say what was done.
 
-    `scanner(text)` returns the kinds of secret found in a text. `own_pending` maps
-    store-relative paths to the digest memoryd journaled for them.
+    `scanner(text)` returns the kinds of secret found in a text. memoryd's own half-done writes
+    must have been undone first (`memoryd.store.unit.undo_own_writes`): any change here is
+    taken for someone else's.
     """
     status = git.status()
     committed: list[str] = []
     withheld: list[WithheldFile] = []
-    own: list[str] = []
     for key in sorted({*status.modified, *status.untracked, *status.deleted}):
         if is_temporary(PurePosixPath(key).name):
             continue
         path = git.store_root / key
         digest = disk_digest(path)
-        if own_pending.get(key) == digest:
-            own.append(key)
-            continue
         reasons = () if digest == ABSENT else _scan(path, scanner, max_bytes)
         if not reasons:
             committed.append(key)
@@ -98,7 +91,7 @@ def commit_foreign_edits(
     sha = git.commit(committed, message) if committed else None
     if sha is not None:
         log.info("store.foreign_edits_committed", commit=sha, paths=len(committed))
-    return ForeignEditsResult(sha, tuple(committed), tuple(withheld), tuple(own))
+    return ForeignEditsResult(sha, tuple(committed), tuple(withheld))
 
 
 def _scan(path: Path, scanner: Callable[[str], list[str]], max_bytes: int) -> tuple[str, ...]:

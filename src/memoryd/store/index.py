@@ -14,10 +14,11 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from memoryd.store._text import clip, fold
 from memoryd.store.catalog import EntityCatalog
-from memoryd.store.entities import KINDS, LAYOUTS, LIFE, Entity
+from memoryd.store.entities import LAYOUTS, LIFE, Entity
+from memoryd.store.text import clip, fold
 from memoryd.store.transaction import FileTransaction
+from memoryd.store.vocabulary import KINDS
 
 INDEX_PATH: Final = f"{LIFE}/index.md"
 GIST_LENGTH: Final = 160

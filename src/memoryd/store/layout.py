@@ -120,6 +120,16 @@ def check_format(root: Path, version: int) -> None:
         raise StoreFormatError(f"no migration from store format {missing[0]} to {missing[0] + 1}")
 
 
+def check_store(root: Path) -> int:
+    """Return the format of the memoryd store at `root`, changing nothing. Raise StoreError if
+    `root` is not a memoryd store (run `memoryd init`), StoreFormatError if it is too new."""
+    version = read_format(root)
+    if version is None:
+        raise StoreError(f"{root} is not a memoryd store yet; run `memoryd init`")
+    check_format(root, version)
+    return version
+
+
 def open_store(root: Path, git: GitStore | None = None) -> StoreInfo:
     """Check the store at `root`, migrate an older format, and sweep leftover temporary files.
 
@@ -129,10 +139,7 @@ def open_store(root: Path, git: GitStore | None = None) -> StoreInfo:
     ignores it (a job would otherwise do all its work only to be refused at its commit).
     """
     root = root.resolve()
-    version = read_format(root)
-    if version is None:
-        raise StoreError(f"{root} is not a memoryd store yet; run `memoryd init`")
-    check_format(root, version)
+    version = check_store(root)
     if git is not None:
         git.check_not_ignored()
     swept = tuple(sweep_temporaries(root))

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from datetime import date, time
 from typing import Final
 
-from memoryd.store._markdown import Section, join_sections, split_sections
-from memoryd.store._text import fold, normalize_statement, one_line
+from memoryd.store.markdown import Section, join_sections, split_sections
+from memoryd.store.text import fold, normalize_statement, one_line
 from memoryd.store.transaction import FileTransaction
 
 NOTES_DIR: Final = "memory"
@@ -52,7 +52,7 @@ class TimelineEntry:
 
 
 @dataclass(frozen=True)
-class PendingFact:
+class PendingNote:
     name: str
     kind: str
     fact: str
@@ -71,7 +71,7 @@ def add_timeline(tx: FileTransaction, day: date, entries: Iterable[TimelineEntry
     return _add_lines(tx, day, TIMELINE, [e.line() for e in entries if one_line(e.text)])
 
 
-def add_pending_facts(tx: FileTransaction, day: date, facts: Iterable[PendingFact]) -> int:
+def add_pending_facts(tx: FileTransaction, day: date, facts: Iterable[PendingNote]) -> int:
     """Add pending facts to the note of `day` (created if needed); return how many were new."""
     return _add_lines(tx, day, PENDING, [f.line() for f in facts if one_line(f.fact)])
 

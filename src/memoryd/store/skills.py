@@ -26,15 +26,15 @@ from dataclasses import dataclass
 from typing import Final
 
 from memoryd.errors import StoreError
-from memoryd.store._markdown import (
+from memoryd.store.markdown import (
     Section,
     bullet_text,
     first_heading,
     join_sections,
     split_sections,
 )
-from memoryd.store._text import clip, normalize_statement, one_line, words
 from memoryd.store.paths import slugify
+from memoryd.store.text import clip, normalize_statement, one_line, words
 from memoryd.store.transaction import FileTransaction
 
 INDEX_FILE: Final = "skills-index.md"

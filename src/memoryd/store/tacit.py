@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Final
 
-from memoryd.store._markdown import bullet_text
-from memoryd.store._text import normalize_statement, one_line, words
+from memoryd.store.markdown import bullet_text
+from memoryd.store.text import normalize_statement, one_line, words
 from memoryd.store.transaction import FileTransaction
 
 HEADER: Final = (

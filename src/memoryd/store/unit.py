@@ -27,7 +27,7 @@ from __future__ import annotations
 import os
 import re
 import stat
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import NamedTuple
@@ -46,7 +46,6 @@ from memoryd.store.atomic import atomic_write_bytes, fsync_directory
 from memoryd.store.foreign import (
     FOREIGN_EDITS_MESSAGE,
     MAX_SCANNED_BYTES,
-    NO_PENDING,
     ForeignEditsResult,
     WithheldFile,
     commit_foreign_edits,
@@ -58,13 +57,19 @@ log = structlog.get_logger(__name__)
 
 __all__ = [
     "ABSENT",
+    "RUN_TRAILER",
     "ForeignEditsResult",
     "PlannedWrite",
     "UnitOfWork",
     "content_digest",
     "disk_digest",
+    "undo_own_writes",
     "with_trailers",
 ]
+
+# The commit trailer naming the run that made a commit: how a job killed after its commit is
+# told apart from one killed before it.
+RUN_TRAILER = "Memoryd-Run"
 
 _TRAILER_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*$")
 
@@ -76,6 +81,17 @@ class PlannedWrite(NamedTuple):
 
     path: str
     sha256: str
+
+
+def undo_own_writes(git: GitStore, writes: Iterable[tuple[str, str]]) -> list[str]:
+    """Put back as HEAD has them the files of `writes` (store-relative path, planned digest)
+    that still hold exactly what memoryd planned: its own half-done writes of a job killed
+    before its commit. A planned removal (ABSENT) counts as memoryd's when the file is gone.
+    Anything else (a file others changed, one memoryd never reached) is left alone. Return the
+    paths restored."""
+    paths = StorePaths(git.store_root)
+    ours = [path for path, digest in writes if disk_digest(paths.resolve(path)) == digest]
+    return git.restore(ours)
 
 
 @dataclass
@@ -299,7 +315,6 @@ class UnitOfWork:
     def commit_foreign_edits(
         self,
         scanner: Callable[[str], list[str]],
-        own_pending: Mapping[str, str] = NO_PENDING,
         *,
         message: str = FOREIGN_EDITS_MESSAGE,
         max_bytes: int = MAX_SCANNED_BYTES,
@@ -309,9 +324,7 @@ class UnitOfWork:
         See `memoryd.store.foreign.commit_foreign_edits`; this unit's staged changes are not
         involved (nothing is written to the store).
         """
-        return commit_foreign_edits(
-            self._git, scanner, own_pending, message=message, max_bytes=max_bytes
-        )
+        return commit_foreign_edits(self._git, scanner, message=message, max_bytes=max_bytes)
 
     # -- internals -------------------------------------------------------------------------
 

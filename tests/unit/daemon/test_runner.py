@@ -25,7 +25,7 @@ class FakeMonotonic:
 HOLDER = """
 import sys
 from pathlib import Path
-from memoryd.daemon.lock import single_writer
+from memoryd.jobs.lock import single_writer
 with single_writer(Path(sys.argv[1])):
     print("held", flush=True)
     sys.stdin.readline()
@@ -139,12 +139,13 @@ def test_stuck_time_counts_from_the_last_sign_of_progress() -> None:
     assert tracker.stuck_for() == 0.0
 
 
-def test_a_job_that_names_its_own_runs_gets_only_the_job_bound(tmp_path: Path) -> None:
+def test_the_run_id_bound_to_the_logs_is_the_one_the_job_is_given(tmp_path: Path) -> None:
     runner = JobRunner(JobTracker(FakeMonotonic()), lambda: tmp_path)
     seen: dict[str, object] = {}
-    assert runner.run(
-        "rewrite",
-        lambda _run_id: seen.update(structlog.contextvars.get_contextvars()),
-        bind_run_id=False,
-    )
-    assert seen == {"job": "rewrite"}
+
+    def body(run_id: str) -> None:
+        seen.update(structlog.contextvars.get_contextvars(), given=run_id)
+
+    assert runner.run("rewrite", body)
+    assert seen["job"] == "rewrite"
+    assert seen["run_id"] == seen["given"]

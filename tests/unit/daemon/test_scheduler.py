@@ -15,8 +15,7 @@ from pathlib import Path
 import pytest
 from structlog.testing import capture_logs
 
-from memoryd.daemon.commands import cmd_run
-from memoryd.daemon.jobs import Environment, open_state
+from memoryd.cli.commands import cmd_run
 from memoryd.daemon.notify import Notifier
 from memoryd.daemon.schedule import (
     CATCHUP_REWRITE_JOB,
@@ -26,6 +25,7 @@ from memoryd.daemon.schedule import (
     WATCHDOG_JOB,
 )
 from memoryd.daemon.scheduler import Daemon, DaemonOptions, StopPolicy
+from memoryd.jobs.environment import Environment, open_state
 from memoryd.settings import load_settings
 from memoryd.store.layout import init_store
 

@@ -68,7 +68,7 @@ def test_a_valid_answer_is_returned_with_its_usage() -> None:
     extraction = extractor(client).extract(chunk(), CONTEXT)
     assert extraction.answer.tacit == ["Prefers short answers"]
     assert extraction.usage.input_tokens == 100
-    assert extraction.calls == 1
+    assert len(client.requests) == 1
     request = client.requests[0]
     assert "Agent: ops" in request.user_content
     assert "Routine: triage" in request.user_content
@@ -80,7 +80,7 @@ def test_a_valid_answer_is_returned_with_its_usage() -> None:
 def test_an_invalid_answer_is_asked_again_with_the_errors_shown() -> None:
     client = ScriptedClient({"facts": [{"fact": "x"}]}, VALID)
     extraction = extractor(client).extract(chunk(), CONTEXT)
-    assert extraction.calls == 2
+    assert len(client.requests) == 2
     assert extraction.usage.input_tokens == 200
     assert "could not be used" in client.requests[1].user_content
     assert "facts.0.entity" in client.requests[1].user_content

@@ -11,7 +11,7 @@ from tests.unit.store.conftest import DirTransaction
 from memoryd.rewrite.consolidate import (
     MAX_LINES,
     ConsolidationRefusedError,
-    apply_answer,
+    apply_consolidation,
     build_request,
     find_targets,
     parse_answer,
@@ -62,7 +62,7 @@ def test_a_skills_index_past_the_bound_is_consolidated_without_losing_a_tip(
     assert [tip.number for tip in target.tips][:2] == ["t1", "t2"] and len(target.tips) == 60
     request = build_request(target, model="claude-haiku-5-5")
     assert "t1 [tool0] tool0 needs sudo" in request.user_content
-    written = apply_answer(tx, target, parse_answer(merge_all(60)))
+    written = apply_consolidation(tx, target, parse_answer(merge_all(60)))
     assert "agents/ops/tools.md" in written
     assert tx.read_text("agents/ops/tools.md") == "# tools\n\n- Every tool here needs sudo\n"
     index = tx.read_text("agents/ops/skills-index.md") or ""
@@ -80,9 +80,9 @@ def test_a_consolidation_dropping_a_tip_is_refused_and_writes_nothing(
     [target] = find_targets(tx, "agents", "MEMORY.md")
     before = list(tx.written)
     with pytest.raises(ConsolidationRefusedError, match=r"\['t60'\]"):
-        apply_answer(tx, target, parse_answer(merge_all(59)))
+        apply_consolidation(tx, target, parse_answer(merge_all(59)))
     with pytest.raises(ConsolidationRefusedError, match="not given"):
-        apply_answer(tx, target, parse_answer(merge_all(61)))
+        apply_consolidation(tx, target, parse_answer(merge_all(61)))
     assert tx.written == before
 
 
@@ -96,7 +96,7 @@ def test_an_answer_that_breaks_the_bound_or_the_schema_is_refused(tx: DirTransac
         ]
     }
     with pytest.raises(ConsolidationRefusedError, match="would still have"):
-        apply_answer(tx, target, parse_answer(too_many))
+        apply_consolidation(tx, target, parse_answer(too_many))
     with pytest.raises(ConsolidationRefusedError, match="schema"):
         parse_answer({"topics": [{"topic": "x", "tips": [{"text": "y"}]}]})
     with pytest.raises(ConsolidationRefusedError, match="no consolidate_skills"):
@@ -110,7 +110,7 @@ def test_a_routine_file_keeps_its_preamble_and_gets_new_sections(tx: DirTransact
         )
     [target] = find_targets(tx, "agents", "MEMORY.md")
     assert target.kind == "routine" and len(target.tips) == 30
-    apply_answer(tx, target, parse_answer(merge_all(30, "nightly steps")))
+    apply_consolidation(tx, target, parse_answer(merge_all(30, "nightly steps")))
     text = tx.read_text(target.path) or ""
     assert text.startswith("# Routine skills: nightly\n")
     assert "## nightly steps\n\n- Every tool here needs sudo\n" in text
@@ -120,7 +120,7 @@ def test_the_tacit_file_keeps_its_header_and_bullets_are_rewritten(tx: DirTransa
     add_tacit(tx, "MEMORY.md", [f"Rule number {i}" for i in range(60)])
     [target] = find_targets(tx, "agents", "MEMORY.md")
     assert target.kind == "tacit" and len(target.tips) == 60
-    apply_answer(tx, target, parse_answer(merge_all(60)))
+    apply_consolidation(tx, target, parse_answer(merge_all(60)))
     text = tx.read_text("MEMORY.md") or ""
     assert text.startswith("# Tacit knowledge\n")
     assert text.endswith("\n\n- Every tool here needs sudo\n")

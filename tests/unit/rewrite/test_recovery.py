@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from memoryd.extractors.recovery import RUN_TRAILER
 from memoryd.rewrite.recovery import (
-    INTENT_KEY,
+    REWRITE_INTENT_KEY,
     build_intent,
     finish_interrupted_rewrite,
 )
@@ -18,7 +17,7 @@ from memoryd.state.facade import State
 from memoryd.state.rewrites import EntityRewrite
 from memoryd.store.git import GitIdentity, GitStore
 from memoryd.store.layout import init_store
-from memoryd.store.unit import UnitOfWork
+from memoryd.store.unit import RUN_TRAILER, UnitOfWork
 
 NOW = datetime(2026, 3, 10, 3, tzinfo=UTC)
 RECORD = EntityRewrite("people/jane-doe", NOW, "llm:a:b", date(2026, 3, 17))
@@ -53,7 +52,7 @@ def intent_for(uow: UnitOfWork, state: State) -> None:
         finished_batch=None,
         succeeded=True,
     )
-    state.meta.set_json(INTENT_KEY, intent)
+    state.meta.set_json(REWRITE_INTENT_KEY, intent)
 
 
 def test_nothing_to_do_without_an_intent(git: GitStore, state: State) -> None:
@@ -68,7 +67,7 @@ def test_killed_after_its_commit_the_bookkeeping_is_finished(git: GitStore, stat
     assert state.rewrites.get("people/jane-doe") == RECORD
     assert state.meta.get("rewrite.consolidation_refused:MEMORY.md") == "d1"
     assert state.rewrites.last_success() == NOW
-    assert state.meta.get(INTENT_KEY) is None
+    assert state.meta.get(REWRITE_INTENT_KEY) is None
 
 
 def test_killed_before_its_commit_its_own_writes_are_undone(git: GitStore, state: State) -> None:
@@ -83,4 +82,4 @@ def test_killed_before_its_commit_its_own_writes_are_undone(git: GitStore, state
     assert not path.exists()  # not in HEAD: put back as HEAD has it
     assert other.read_text(encoding="utf-8") == "a person's edit\n"
     assert state.rewrites.get("people/jane-doe") is None
-    assert state.meta.get(INTENT_KEY) is None
+    assert state.meta.get(REWRITE_INTENT_KEY) is None

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from memoryd.llm.prices import Usage
-from memoryd.state import JournalStateError, PlannedWrite, State, StateError, StateValueError
+from memoryd.state import JournalStateError, State, StateError, StateValueError
 
 from .conftest import at
 
@@ -40,13 +40,9 @@ def test_a_chunk_moves_through_the_four_states(state: State) -> None:
     assert answered.model == "claude-haiku-5-5"
     assert answered.answered_at == at(1)
 
-    writes = [
-        PlannedWrite("life/areas/people/jane/items.json", "b" * 64, "a" * 64),
-        PlannedWrite("memory/2026-03-01.md", "c" * 64),
-    ]
-    applied = state.journal.mark_applied("k1", run_id="run-1", writes=writes, at=at(2))
+    applied = state.journal.mark_applied("k1", run_id="run-1", at=at(2))
     assert applied.state == "applied"
-    assert applied.writes == tuple(sorted(writes))
+    assert applied.applied_at == at(2)
 
     state.journal.mark_committed(["k1"], commit_sha="abc123", at=at(3))
     committed = state.journal.get("k1")
@@ -54,7 +50,6 @@ def test_a_chunk_moves_through_the_four_states(state: State) -> None:
     assert committed.state == "committed"
     assert committed.commit_sha == "abc123"
     assert committed.committed_at == at(3)
-    assert state.journal.unfinished() == []
 
 
 def test_planning_never_overwrites_an_answer(state: State) -> None:
@@ -91,7 +86,7 @@ def test_a_committed_chunk_read_again_is_reported_committed(state: State) -> Non
     state.runs.start("run-1", "heartbeat", at(0))
     state.runs.start("run-2", "heartbeat", at(10))
     _answered(state, "k1")
-    state.journal.mark_applied("k1", run_id="run-1", writes=[], at=at(2))
+    state.journal.mark_applied("k1", run_id="run-1", at=at(2))
     state.journal.mark_committed(["k1"], commit_sha=None, at=at(3))
     # Killed after the commit, before the cursors advanced: the chunk comes round again.
     assert state.journal.plan("k1", run_id="run-2", plan_json=PLAN, at=at(10)).state == (
@@ -105,7 +100,7 @@ def test_out_of_order_moves_are_refused(state: State) -> None:
         state.journal.record_answer("nope", answer_json="{}", usage=USAGE, model="m", at=at(0))
     state.journal.plan("k1", run_id="run-1", plan_json=PLAN, at=at(0))
     with pytest.raises(JournalStateError, match="'planned'"):
-        state.journal.mark_applied("k1", run_id="run-1", writes=[], at=at(1))
+        state.journal.mark_applied("k1", run_id="run-1", at=at(1))
     with pytest.raises(JournalStateError):
         state.journal.mark_committed(["k1"], commit_sha="x", at=at(1))
     state.journal.record_answer("k1", answer_json="{}", usage=USAGE, model="m", at=at(1))
@@ -116,7 +111,7 @@ def test_out_of_order_moves_are_refused(state: State) -> None:
 def test_committing_is_all_or_nothing(state: State) -> None:
     state.runs.start("run-1", "heartbeat", at(0))
     _answered(state, "k1")
-    state.journal.mark_applied("k1", run_id="run-1", writes=[], at=at(2))
+    state.journal.mark_applied("k1", run_id="run-1", at=at(2))
     _answered(state, "k2")  # never applied
     with pytest.raises(JournalStateError):
         state.journal.mark_committed(["k1", "k2"], commit_sha="abc", at=at(3))
@@ -146,32 +141,35 @@ def test_answer_and_usage_are_recorded_together_or_not_at_all(state: State) -> N
     assert state.journal.answered("k1") is None
 
 
-def test_unfinished_work_survives_close_and_reopen(state_path: Path) -> None:
+def test_journalled_work_survives_close_and_reopen(state_path: Path) -> None:
     with State.open(state_path) as state:
         state.runs.start("run-1", "heartbeat", at(0))
         state.journal.plan("planned-only", run_id="run-1", plan_json=PLAN, at=at(0))
         _answered(state, "answered")
         _answered(state, "applied")
-        state.journal.mark_applied(
-            "applied", run_id="run-1", writes=[PlannedWrite("MEMORY.md", "f" * 64)], at=at(2)
-        )
+        state.journal.mark_applied("applied", run_id="run-1", at=at(2))
         _answered(state, "done")
-        state.journal.mark_applied("done", run_id="run-1", writes=[], at=at(2))
+        state.journal.mark_applied("done", run_id="run-1", at=at(2))
         state.journal.mark_committed(["done"], commit_sha="c0ffee", at=at(3))
 
     with State.open(state_path) as state:
         state.runs.start("run-2", "heartbeat", at(60))
-        left = state.journal.unfinished(exclude_run_id="run-2")
-        assert [(r.chunk_key, r.state) for r in left] == [
-            ("answered", "answered"),
-            ("applied", "applied"),
-        ]
-        assert left[1].writes == (PlannedWrite("MEMORY.md", "f" * 64),)
+        states = {
+            key: record.state
+            for key in ("planned-only", "answered", "applied", "done")
+            if (record := state.journal.get(key)) is not None
+        }
+        assert states == {
+            "planned-only": "planned",
+            "answered": "answered",
+            "applied": "applied",
+            "done": "committed",
+        }
         assert [run.run_id for run in state.runs.unfinished("heartbeat")] == ["run-1", "run-2"]
         # The next run finishes the applied chunk: it redoes the apply, then commits.
-        redone = state.journal.mark_applied("applied", run_id="run-2", writes=[], at=at(61))
+        redone = state.journal.mark_applied("applied", run_id="run-2", at=at(61))
         assert redone.run_id == "run-2"
-        assert state.journal.unfinished(exclude_run_id="run-2") == [left[0]]
+        assert redone.answer_json is not None
 
 
 KILLED_RUN = textwrap.dedent(
@@ -226,7 +224,7 @@ def test_a_killed_process_leaves_committed_answers_and_loses_the_open_transactio
         lost = state.journal.get("k2")
         assert lost is not None
         assert lost.state == "planned"
-        assert [r.chunk_key for r in state.journal.unfinished()] == ["k1"]
+        assert kept.state == "answered"
         assert [r.run_id for r in state.runs.unfinished()] == ["killed-run"]
 
 
@@ -234,7 +232,7 @@ def test_prune_committed_keeps_recent_and_unfinished_chunks(state: State) -> Non
     state.runs.start("run-1", "heartbeat", at(0))
     for key, committed_at in (("old", at(1)), ("new", at(100))):
         _answered(state, key)
-        state.journal.mark_applied(key, run_id="run-1", writes=[], at=at(1))
+        state.journal.mark_applied(key, run_id="run-1", at=at(1))
         state.journal.mark_committed([key], commit_sha="x", at=committed_at)
     _answered(state, "open")
     assert state.journal.prune_committed(before=at(50)) == 1
@@ -248,7 +246,7 @@ def test_discard_forgets_a_chunk_in_any_state(state: State) -> None:
     _answered(state, "k1")
     assert state.journal.discard("k1")
     assert not state.journal.discard("k1")
-    assert state.journal.unfinished() == []
+    assert state.journal.get("k1") is None
     assert state.journal.plan("k1", run_id="run-1", plan_json=PLAN, at=at(5)).state == "planned"
 
 

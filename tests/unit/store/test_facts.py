@@ -12,11 +12,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memoryd.errors import CorruptFileError, StoreError
-from memoryd.store._text import normalize_statement, words
 from memoryd.store.catalog import EntityCatalog
 from memoryd.store.entities import Entity
 from memoryd.store.facts import FactBook, FactDraft, FactFile, FactSource, InvalidFactError
 from memoryd.store.items import parse_items, render_items, split_fact_id
+from memoryd.store.text import normalize_statement, words
 
 from .conftest import TODAY, DirTransaction, MemoryTransaction
 

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memoryd.store.notes import (
-    PendingFact,
+    PendingNote,
     TimelineEntry,
     add_pending_facts,
     add_timeline,
@@ -75,7 +75,7 @@ def test_pending_facts_get_their_own_idempotent_section(
     tx: DirTransaction, store_root: Path
 ) -> None:
     add_timeline(tx, DAY, [TimelineEntry(time(10, 0), "a", "Call with Mia")])
-    fact = PendingFact("Mia Wong", "person", "Runs the bakery on Elm St")
+    fact = PendingNote("Mia Wong", "person", "Runs the bakery on Elm St")
     assert add_pending_facts(tx, DAY, [fact]) == 1
     assert add_pending_facts(tx, DAY, [fact]) == 0
     assert add_timeline(tx, DAY, [TimelineEntry(time(11, 0), "a", "Lunch")]) == 1

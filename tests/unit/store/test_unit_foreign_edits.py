@@ -11,7 +11,7 @@ from structlog.testing import capture_logs
 
 from memoryd.store.foreign import TOO_LARGE, WithheldFile
 from memoryd.store.git import GitIdentity, GitStore
-from memoryd.store.unit import ABSENT, UnitOfWork, content_digest
+from memoryd.store.unit import ABSENT, UnitOfWork, content_digest, undo_own_writes
 
 NOW = datetime(2026, 3, 4, 5, 6, 7, tzinfo=UTC)
 SECRET = "SECRET-0123456789abcdef"
@@ -33,8 +33,12 @@ def git(cwd: Path, *args: str) -> str:
     ).stdout
 
 
+def store_at(root: Path) -> GitStore:
+    return GitStore(root, GitIdentity("memoryd", "memoryd@test.invalid"), lambda: NOW)
+
+
 def unit_for(root: Path) -> UnitOfWork:
-    return UnitOfWork(GitStore(root, GitIdentity("memoryd", "memoryd@test.invalid"), lambda: NOW))
+    return UnitOfWork(store_at(root))
 
 
 def seeded_store(root: Path, files: dict[str, str]) -> Path:
@@ -67,7 +71,7 @@ def test_foreign_edits_are_committed_in_their_own_commit(tmp_path: Path) -> None
     assert result.commit == git(root, "rev-parse", "HEAD").strip()
     assert result.committed == ("MEMORY.md", "gone.md", "life/resources/recipes/summary.md")
     assert committed(root) == list(result.committed)
-    assert result.withheld == () and result.own == ()
+    assert result.withheld == ()
     assert git(root, "log", "-1", "--format=%an").strip() == "memoryd"
     # memoryd's staged work is untouched, and then gets its own commit.
     assert not (root / "memory").exists()
@@ -93,47 +97,51 @@ def test_a_file_with_a_secret_is_left_uncommitted_and_reported(tmp_path: Path) -
     assert SECRET not in repr(logs)
 
 
-def test_own_pending_writes_are_not_taken_for_foreign_edits(tmp_path: Path) -> None:
+def test_own_half_done_writes_are_undone_and_never_taken_for_foreign_edits(
+    tmp_path: Path,
+) -> None:
     root = seeded_store(
         tmp_path / "store",
         {"life/projects/p/summary.md": "# P\n", "life/projects/p/items.json": "[]\n"},
     )
-    # A previous heartbeat planned these writes, journaled them, and died halfway through.
+    # A previous job planned these writes, recorded them, and died halfway through.
     interrupted = unit_for(root)
     interrupted.write_text("life/projects/p/items.json", '[{"id": "p-001"}]\n')
     interrupted.write_text("memory/2026-03-04.md", "half done\n")
     interrupted.move_dir("life/projects/p", "life/archives/projects/p")
-    journal = dict(interrupted.plan())
+    planned = interrupted.plan()
     (root / "memory").mkdir()
     (root / "memory" / "2026-03-04.md").write_text("half done\n")
     # ... and someone else edited another file meanwhile.
     (root / "MEMORY.md").write_text("# By hand\n")
 
-    result = unit_for(root).commit_foreign_edits(fake_scanner, journal)
+    restored = undo_own_writes(store_at(root), planned)
+    result = unit_for(root).commit_foreign_edits(fake_scanner)
 
-    assert result.own == ("memory/2026-03-04.md",)
+    assert restored == ["memory/2026-03-04.md"]
+    assert not (root / "memory" / "2026-03-04.md").exists()
     assert result.committed == ("MEMORY.md",)
     assert committed(root) == ["MEMORY.md"]
-    assert "?? memory/2026-03-04.md" in git(root, "status", "--porcelain", "-uall")
 
 
-def test_an_own_path_with_different_content_is_a_foreign_edit(tmp_path: Path) -> None:
+def test_an_own_path_with_different_content_is_left_as_a_foreign_edit(tmp_path: Path) -> None:
     root = seeded_store(tmp_path / "store", {"a.md": "a\n"})
     (root / "a.md").write_text("changed by a person after memoryd planned\n")
 
-    result = unit_for(root).commit_foreign_edits(fake_scanner, {"a.md": content_digest(b"x\n")})
+    assert undo_own_writes(store_at(root), [("a.md", content_digest(b"x\n"))]) == []
+    result = unit_for(root).commit_foreign_edits(fake_scanner)
 
     assert result.committed == ("a.md",)
 
 
-def test_a_planned_removal_matches_a_missing_file(tmp_path: Path) -> None:
+def test_a_planned_removal_that_happened_is_undone(tmp_path: Path) -> None:
     root = seeded_store(tmp_path / "store", {"old/a.md": "a\n"})
     (root / "old" / "a.md").unlink()
 
-    result = unit_for(root).commit_foreign_edits(fake_scanner, {"old/a.md": ABSENT})
+    assert undo_own_writes(store_at(root), [("old/a.md", ABSENT)]) == ["old/a.md"]
 
-    assert result.own == ("old/a.md",)
-    assert result.commit is None
+    assert (root / "old" / "a.md").read_text() == "a\n"
+    assert unit_for(root).commit_foreign_edits(fake_scanner).commit is None
 
 
 def test_binary_files_are_scanned_and_committed_when_clean(tmp_path: Path) -> None:

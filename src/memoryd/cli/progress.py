@@ -6,9 +6,10 @@ terminal: under systemd or in a pipe nothing is drawn and the logs stay pure JSO
 
 from __future__ import annotations
 
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from memoryd.extractors.heartbeat import HeartbeatReport
+if TYPE_CHECKING:
+    from memoryd.extractors.report import HeartbeatReport
 
 _WIDTH = 30
 

@@ -9,7 +9,7 @@ import os
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memoryd.daemon.progress import TerminalProgress, render_bar
+from memoryd.cli.progress import TerminalProgress, render_bar
 from memoryd.extractors.heartbeat import HeartbeatReport
 
 

@@ -1,9 +1,11 @@
-"""The weekly rewrite's entry points: real parts wired from the settings, as `daemon.jobs` does.
+"""The weekly rewrite job: real parts wired from the settings, as `memoryd.jobs.heartbeat` does.
 
-`run_rewrite` opens the state database, the git store and the LLM client (none for the markers
-provider), runs one rewrite and closes them; the caller holds the single-writer lock.
-`poll_rewrite_batch` is the daemon's cheap periodic check: it does nothing at all unless a batch
-is pending, and then only collects it. `explain` reads the store and the tracking, never writes.
+`run_rewrite` pulls (with `git.push`), opens the state database, the git store and the LLM
+client (none for the markers provider), finishes whatever a killed job left half-done, runs one
+rewrite, closes them, then pushes and runs `index.commands` after a commit; the caller holds the
+single-writer lock. `poll_rewrite_batch` is the daemon's cheap periodic check: it does nothing
+at all unless a batch is pending, and then only collects it (and pushes what it committed).
+`explain` reads the store and the tracking, never writes.
 
 Checks at start: the rewrite's prompt files (`REWRITE_PROMPT_NAMES`) must load; a missing or
 malformed one is a packaging mistake and raises PromptError before anything is touched.
@@ -11,22 +13,22 @@ malformed one is a packaging mistake and raises PromptError before anything is t
 
 from __future__ import annotations
 
-import functools
+from typing import TYPE_CHECKING
 
-from memoryd.daemon.jobs import (
-    Environment,
+from memoryd.jobs import hooks
+from memoryd.jobs.environment import Environment, open_state
+from memoryd.jobs.parts import (
     git_store,
     llm_client_for,
     make_scanner,
-    open_state,
+    make_scrubber,
     prepare_store,
 )
-from memoryd.llm.anthropic_client import AnthropicClient
+from memoryd.jobs.recovery import finish_interrupted_jobs
 from memoryd.llm.base import estimate_tokens
 from memoryd.prompts import check_prompts
-from memoryd.redaction import redact
 from memoryd.rewrite import consolidate
-from memoryd.rewrite.engine import Rewrite, RewriteSettings
+from memoryd.rewrite.engine import Rewrite, RewriteOptions
 from memoryd.rewrite.explain import explain_target
 from memoryd.rewrite.report import RewriteReport
 from memoryd.rewrite.select import Mode, select
@@ -36,6 +38,9 @@ from memoryd.state.facade import State
 from memoryd.store.catalog import EntityCatalog
 from memoryd.store.unit import UnitOfWork
 
+if TYPE_CHECKING:
+    from memoryd.llm.anthropic_client import AnthropicClient
+
 REWRITE_PROMPT_NAMES = (
     "summary-system",
     "summary-user",
@@ -44,8 +49,8 @@ REWRITE_PROMPT_NAMES = (
 )
 
 
-def rewrite_settings(settings: Settings) -> RewriteSettings:
-    return RewriteSettings(
+def rewrite_options(settings: Settings) -> RewriteOptions:
+    return RewriteOptions(
         zone=settings.schedule.zone,
         rule=TierRule.from_settings(settings.decay),
         model=settings.llm.rewrite_model,
@@ -63,13 +68,17 @@ def build_rewrite(
     client: AnthropicClient | None,
     *,
     dry_run: bool = False,
+    run_id: str | None = None,
 ) -> Rewrite:
-    """A Rewrite over real parts; the store is checked (and migrated unless `dry_run`)."""
+    """A Rewrite over real parts; the store is checked (and migrated unless `dry_run`), and
+    unless `dry_run` whatever a killed job left half-done is finished or undone first."""
     check_prompts(REWRITE_PROMPT_NAMES)
     git = git_store(settings, env.clock)
     prepare_store(git, dry_run=dry_run)
+    if not dry_run:
+        finish_interrupted_jobs(state, git, env.clock())
     return Rewrite(
-        settings=rewrite_settings(settings),
+        settings=rewrite_options(settings),
         state=state,
         git=git,
         client=client,
@@ -77,23 +86,30 @@ def build_rewrite(
         prices=settings.llm.price_table(),
         clock=env.clock,
         scan_secrets=make_scanner(settings),
-        scrub=functools.partial(redact, extra_patterns=tuple(settings.cleaning.extra_patterns)),
+        scrub=make_scrubber(settings),
+        run_id=run_id,
     )
 
 
-def run_rewrite(settings: Settings, env: Environment, *, dry_run: bool = False) -> RewriteReport:
-    """One weekly rewrite now (the caller holds the single-writer lock). With `dry_run`, no
-    model is called and nothing is written: the report's `plan` says what would be done."""
-    with open_state(settings, env) as state:
-        if dry_run:
-            rewrite = build_rewrite(settings, env, state, None, dry_run=True)
+def run_rewrite(
+    settings: Settings, env: Environment, *, dry_run: bool = False, run_id: str | None = None
+) -> RewriteReport:
+    """One weekly rewrite now (see the module docstring). With `dry_run`, no model is called,
+    nothing is pulled, pushed or written: the report's `plan` says what would be done."""
+    if dry_run:
+        with open_state(settings, env) as state:
+            rewrite = build_rewrite(settings, env, state, None, dry_run=True, run_id=run_id)
             # The plan is for the configured provider, though no client is opened.
             plan = dry_run_plan(
                 rewrite, "template" if settings.llm.provider == "markers" else "llm"
             )
             return RewriteReport(rewrite.run_id, outcome="dry-run", plan=plan)
-        with llm_client_for(settings, env) as client:
-            return build_rewrite(settings, env, state, client).run()
+    git = git_store(settings, env.clock)
+    hooks.before_writing(settings, git)
+    with open_state(settings, env) as state, llm_client_for(settings, env) as client:
+        report = build_rewrite(settings, env, state, client, run_id=run_id).run()
+    hooks.after_commit(settings, git, committed=report.commit is not None)
+    return report
 
 
 def dry_run_plan(rewrite: Rewrite, mode: Mode) -> dict[str, object]:
@@ -141,7 +157,11 @@ def poll_rewrite_batch(settings: Settings, env: Environment) -> RewriteReport | 
         if state.rewrites.pending_batch() is None:
             return None
         with llm_client_for(settings, env) as client:
-            return build_rewrite(settings, env, state, client).run(poll_only=True)
+            report = build_rewrite(settings, env, state, client).run(poll_only=True)
+    hooks.after_commit(
+        settings, git_store(settings, env.clock), committed=report.commit is not None
+    )
+    return report
 
 
 def explain(settings: Settings, env: Environment, target: str) -> str:

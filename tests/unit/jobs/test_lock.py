@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from memoryd.daemon.lock import LOCK_NAME, read_holder, single_writer
 from memoryd.errors import EXIT_TEMPFAIL, LockHeldError
+from memoryd.jobs.lock import LOCK_NAME, read_holder, single_writer
 
 HOLDER = """
 import sys
 from pathlib import Path
-from memoryd.daemon.lock import single_writer
+from memoryd.jobs.lock import single_writer
 with single_writer(Path(sys.argv[1])):
     print("held", flush=True)
     sys.stdin.readline()

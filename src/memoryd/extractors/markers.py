@@ -23,8 +23,8 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from memoryd.sources.model import Turn
+from memoryd.store.vocabulary import KINDS
 
-KINDS = ("person", "company", "project", "area", "resource")
 _MARKER = re.compile(
     r"^[ \t]*(?:[-*+\u2022][ \t]+|\d+[.)][ \t]+)?"
     r"(?P<word>remember|note|skill|routine-skill|tacit)[ \t]*:[ \t]*(?P<rest>.+?)[ \t]*$",

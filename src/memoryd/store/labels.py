@@ -16,7 +16,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from memoryd.store._text import words
+from memoryd.store.text import words
 
 Key = TypeVar("Key", bound=Hashable)
 
@@ -28,7 +28,7 @@ class _Node(Generic[Key]):
 
 
 @dataclass
-class MentionIndex(Generic[Key]):
+class LabelMatcher(Generic[Key]):
     """Labels (as word sequences) mapped to the keys they stand for."""
 
     _root: _Node[Key] = field(default_factory=_Node)

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
 from memoryd.extractors.contract import RecordMemories
-from memoryd.llm.markers import extract_markers
+from memoryd.extractors.markers import extract_markers
 from memoryd.sources.model import Provenance, Turn
 
 WHEN = datetime(2026, 3, 1, 14, 5, tzinfo=UTC)

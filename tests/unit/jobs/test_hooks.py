@@ -6,7 +6,7 @@ from pathlib import Path
 
 from structlog.testing import capture_logs
 
-from memoryd.daemon.hooks import run_index_commands
+from memoryd.jobs.hooks import run_index_commands
 
 
 def test_commands_run_in_the_store_in_order(tmp_path: Path) -> None:

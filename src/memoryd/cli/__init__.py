@@ -1,0 +1,86 @@
+"""The `memoryd` command line (DESIGN §2, §10): parse, configure logging, run one command, exit.
+
+This is an entry point: it is where the environment, the clock and the configuration file are
+read and handed down. The commands themselves are in `memoryd.cli.commands`, imported once the
+arguments are parsed (so `--version` and `--help` import nothing else), and each imports the job
+it runs only when it runs, so `memoryd status` starts light too. Exit
+codes: 0 done, 1 failed, 2 usage, 75 stopped early for a transient reason, 78 configuration
+error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+from memoryd import LOG_LEVELS, __version__
+from memoryd.errors import EXIT_CONFIG, EXIT_USAGE, ConfigError, MemorydError
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors exit 2 with the message on stderr."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="memoryd",
+        description="Give AI agents a long-term memory: read their transcripts, extract what is "
+        "worth keeping, and file it into a git-backed store.",
+    )
+    parser.add_argument("--version", action="version", version=f"memoryd {__version__}")
+    parser.add_argument("--config", metavar="PATH", help="configuration file (TOML)")
+    parser.add_argument(
+        "--log-format",
+        choices=("auto", "json", "console"),
+        default="auto",
+        help="auto: console on a terminal, JSON lines otherwise",
+    )
+    parser.add_argument("--log-level", choices=LOG_LEVELS, default="info", type=str.lower)
+    subcommands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    subcommands.add_parser("init", help="create the store skeleton (git init if needed)")
+    subcommands.add_parser("check", help="validate the configuration and environment")
+    heartbeat = subcommands.add_parser("heartbeat", help="one heartbeat now, then exit")
+    heartbeat.add_argument("--dry-run", action="store_true", help="report, change nothing")
+    rewrite = subcommands.add_parser("rewrite", help="the weekly rewrite now, then exit")
+    rewrite.add_argument("--dry-run", action="store_true", help="report, change nothing")
+    subcommands.add_parser("run", help="the daemon: scheduler in the foreground")
+    status = subcommands.add_parser("status", help="last runs, cursors, quarantine, spend")
+    status.add_argument("--json", action="store_true", help="machine-readable output")
+    subcommands.add_parser("retry", help="put quarantined chunks back in the queue")
+    explain = subcommands.add_parser(
+        "explain", help="why a fact is hot, warm or cold, and whether it is in the summary"
+    )
+    explain.add_argument(
+        "target", metavar="FACT-ID|REF", help="e.g. jane-doe-004 or people/jane-doe"
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the process exit code."""
+    args = build_parser().parse_args(argv)
+    from memoryd.cli import commands  # noqa: PLC0415 - see the module docstring
+    from memoryd.logs import configure_logging, get_logger  # noqa: PLC0415
+    from memoryd.settings import load_settings, resolve_config_path  # noqa: PLC0415
+
+    configure_logging(args.log_format, args.log_level)
+    log = get_logger("memoryd.cli")
+    environ = dict(os.environ)
+    try:
+        config = load_settings(resolve_config_path(args.config, environ))
+        return commands.COMMANDS[args.command](args, config, environ, sys.stdout)
+    except ConfigError as error:
+        print(str(error), file=sys.stderr)
+        log.error("config.invalid", path=error.path, problems=error.problems)
+        return EXIT_CONFIG
+    except MemorydError as error:
+        log.error("command.failed", command=args.command, error=str(error))
+        print(f"memoryd {args.command}: {error}", file=sys.stderr)
+        return error.exit_code

@@ -1,0 +1,247 @@
+"""Every command of `memoryd`, as the parser dispatches them (DESIGN §2).
+
+Each takes the parsed arguments, the loaded configuration, the process environment and the
+stream for results, and returns the exit code. The job a command runs is imported inside it, so
+a command pays only for what it uses (the `anthropic` SDK, for one, only when a job calls a
+model). Exit codes of `rewrite`: 0 when its work is done, including when the deterministic
+template stood in for an unreachable LLM (the summaries were written, the commit message and
+`rewrite.finished` say so, and the next run asks the LLM again), 75 when another memoryd holds
+the lock or a pending batch's status could not be fetched, 1 when the LLM refused the requests
+for good. `explain` exits 2 for an unknown fact id or ref.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Mapping
+from typing import TextIO
+
+from memoryd.errors import (
+    EXIT_CONFIG,
+    EXIT_FAILED,
+    EXIT_OK,
+    ConfigError,
+    StoreError,
+    TransientError,
+)
+from memoryd.jobs.environment import LOCK_WAIT_SECONDS, Environment, open_state
+from memoryd.jobs.lock import single_writer
+from memoryd.logs import get_logger
+from memoryd.settings import CheckReport, LoadedConfig, check_environment, state_directory
+
+# The imports inside the commands below are deliberate (PLC0415): see the module docstring.
+
+log = get_logger("memoryd.cli")
+
+Command = Callable[[argparse.Namespace, LoadedConfig, Mapping[str, str], TextIO], int]
+
+
+def cmd_check(
+    _args: argparse.Namespace, config: LoadedConfig, environ: Mapping[str, str], out: TextIO
+) -> int:
+    report = check_environment(config.settings, environ)
+    report.problems.extend(_store_problems(config, environ))
+    report.problems.extend(_prompt_problems())
+    _print_report(report, config, out)
+    log.info(
+        "check.finished",
+        path=str(config.path),
+        problems=len(report.problems),
+        warnings=len(report.warnings),
+    )
+    return EXIT_OK if report.ok else EXIT_CONFIG
+
+
+def _print_report(report: CheckReport, config: LoadedConfig, out: TextIO) -> None:
+    for problem in report.problems:
+        print(f"error: {problem}", file=out)
+    for warning in report.warnings:
+        print(f"warning: {warning}", file=out)
+    if report.ok:
+        print(f"{config.path}: configuration OK", file=out)
+    else:
+        print(f"{config.path}: {len(report.problems)} problem(s)", file=out)
+
+
+def _prompt_problems() -> list[str]:
+    """Every packaged prompt must load (a missing or malformed one is a packaging mistake)."""
+    from memoryd.prompts import PromptError, check_prompts  # noqa: PLC0415
+
+    try:
+        check_prompts()
+    except PromptError as error:
+        return [f"prompts: {error}"]
+    return []
+
+
+def _store_problems(config: LoadedConfig, environ: Mapping[str, str]) -> list[str]:
+    """Problems with an existing store: a format newer than this memoryd reads, or a folder the
+    enclosing repository ignores (memoryd would refuse to commit it). A folder that is not a
+    store yet is no problem here: `memoryd init` makes it one."""
+    from memoryd.jobs.parts import git_store  # noqa: PLC0415
+    from memoryd.store.layout import check_store, read_format  # noqa: PLC0415
+
+    store = config.settings.store.path
+    if not store.is_dir() or read_format(store) is None:
+        return []
+    try:
+        check_store(store)
+        git_store(config.settings, Environment.live(environ).clock).check_not_ignored()
+    except StoreError as error:
+        return [f"At 'store.path': {error}"]
+    return []
+
+
+def cmd_init(
+    _args: argparse.Namespace, config: LoadedConfig, environ: Mapping[str, str], out: TextIO
+) -> int:
+    from memoryd.store.layout import init_store  # noqa: PLC0415
+
+    report = check_environment(config.settings, environ)
+    blocking = [p for p in report.problems if p.startswith(("At 'store.", "At 'state."))]
+    if blocking:
+        raise ConfigError(config.path, blocking)
+    store = config.settings.store
+    result = init_store(
+        store.path,
+        tacit_file=store.tacit_file,
+        skills_dir=store.skills_dir,
+        author_name=config.settings.git.author_name,
+        author_email=config.settings.git.author_email,
+    )
+    if result.commit:
+        print(f"initialised the store at {store.path} (commit {result.commit[:12]})", file=out)
+    else:
+        print(f"the store at {store.path} is already initialised; nothing changed", file=out)
+    log.info("init.finished", store=str(store.path), commit=result.commit)
+    return EXIT_OK
+
+
+def cmd_heartbeat(
+    args: argparse.Namespace, config: LoadedConfig, environ: Mapping[str, str], out: TextIO
+) -> int:
+    from memoryd.cli.progress import TerminalProgress  # noqa: PLC0415
+    from memoryd.jobs.heartbeat import dry_run_heartbeat, run_heartbeat  # noqa: PLC0415
+
+    settings = config.settings
+    env = Environment.live(environ)
+    if args.dry_run:
+        report = dry_run_heartbeat(settings, env)
+        print(json.dumps(report, indent=2, sort_keys=True), file=out)
+        return EXIT_OK
+    progress = TerminalProgress.for_stream(sys.stderr)  # a backfill by hand shows progress
+    with single_writer(state_directory(settings, environ), wait_seconds=LOCK_WAIT_SECONDS):
+        try:
+            result = run_heartbeat(settings, env, progress=progress)
+        finally:
+            if progress is not None:
+                progress.close()
+    counters = result.counters
+    print(
+        f"heartbeat {result.outcome}: +{counters.facts_added} facts, "
+        f"{counters.facts_superseded} superseded, {counters.entities_created} entities, "
+        f"{counters.skills_added} skills, {counters.notes_added} notes; "
+        f"{result.chunks_extracted} chunks extracted, {result.chunks_failed} failed; "
+        f"${result.cost_usd:.4f}; commit {result.commit or 'none'}",
+        file=out,
+    )
+    return result.exit_code
+
+
+def cmd_rewrite(
+    args: argparse.Namespace, config: LoadedConfig, environ: Mapping[str, str], out: TextIO
+) -> int:
+    from memoryd.jobs.rewrite import run_rewrite  # noqa: PLC0415
+
+    settings = config.settings
+    env = Environment.live(environ)
+    if args.dry_run:
+        report = run_rewrite(settings, env, dry_run=True)
+        print(json.dumps(report.plan, indent=2, sort_keys=True), file=out)
+        return EXIT_OK
+    with single_writer(state_directory(settings, environ), wait_seconds=LOCK_WAIT_SECONDS):
+        report = run_rewrite(settings, env)
+    line = f"rewrite {report.outcome}: {report.message().removeprefix('rewrite: ')}"
+    if report.batch_submitted:
+        line += f"; batch {report.batch_submitted} submitted (a later run applies it)"
+    if report.batch_pending:
+        line += f"; batch {report.batch_pending} still pending"
+    if report.refused:
+        line += f"; {report.refused} refused (previous summary kept)"
+    print(f"{line}; ${report.cost_usd:.4f}; commit {report.commit or 'none'}", file=out)
+    return report.exit_code
+
+
+def cmd_explain(
+    args: argparse.Namespace, config: LoadedConfig, environ: Mapping[str, str], out: TextIO
+) -> int:
+    from memoryd.jobs.rewrite import explain  # noqa: PLC0415
+
+    print(explain(config.settings, Environment.live(environ), args.target), end="", file=out)
+    return EXIT_OK
+
+
+def cmd_run(
+    _args: argparse.Namespace, config: LoadedConfig, environ: Mapping[str, str], _out: TextIO
+) -> int:
+    """The daemon. A configuration that cannot work exits 78 before anything is scheduled."""
+    from memoryd.daemon.notify import Notifier  # noqa: PLC0415
+    from memoryd.daemon.scheduler import Daemon  # noqa: PLC0415
+
+    report = check_environment(config.settings, environ)
+    if not report.ok:
+        raise ConfigError(config.path, report.problems)
+    for warning in report.warnings:
+        log.warning("config.warning", path=str(config.path), warning=warning)
+    daemon = Daemon(config, Environment.live(environ), Notifier(environ))
+    try:
+        return daemon.run()
+    except TransientError as error:
+        # 75 would make systemd restart the daemon in a tight loop (DESIGN §2); a failure at
+        # start-up (e.g. the state database locked) is an ordinary failure, restarted after
+        # RestartSec.
+        log.error("daemon.failed", error=str(error), error_type=type(error).__name__)
+        return EXIT_FAILED
+
+
+def cmd_status(
+    args: argparse.Namespace, config: LoadedConfig, environ: Mapping[str, str], out: TextIO
+) -> int:
+    from memoryd.daemon.status import collect_status, render_status  # noqa: PLC0415
+
+    report = collect_status(config.settings, Environment.live(environ))
+    if args.json:
+        out.write(json.dumps(report, indent=2, sort_keys=True) + "\n")
+    else:
+        out.write(render_status(report))
+    return EXIT_OK
+
+
+def cmd_retry(
+    _args: argparse.Namespace, config: LoadedConfig, environ: Mapping[str, str], out: TextIO
+) -> int:
+    """Put every quarantined chunk back in the queue; the next heartbeat tries them again."""
+    env = Environment.live(environ)
+    settings = config.settings
+    with (
+        single_writer(state_directory(settings, environ), wait_seconds=LOCK_WAIT_SECONDS),
+        open_state(settings, env) as state,
+    ):
+        count = state.failures.requeue_all(env.clock())
+    log.info("retry.finished", requeued=count)
+    out.write(f"requeued {count} quarantined chunk{'s' * (count != 1)}\n")
+    return EXIT_OK
+
+
+COMMANDS: dict[str, Command] = {
+    "check": cmd_check,
+    "init": cmd_init,
+    "heartbeat": cmd_heartbeat,
+    "rewrite": cmd_rewrite,
+    "explain": cmd_explain,
+    "run": cmd_run,
+    "status": cmd_status,
+    "retry": cmd_retry,
+}

@@ -1,0 +1,124 @@
+"""The heartbeat job: one heartbeat over freshly opened real parts, and its dry run.
+
+The caller (the `heartbeat` command, the daemon) holds the single-writer lock. In order:
+pull (with `git.push`), open the state database and the extractor, check the store, finish
+whatever a killed job left half-done, run the heartbeat, close everything, then push and run
+`index.commands` (`memoryd.jobs.hooks`: neither can fail the heartbeat).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+
+from memoryd.extractors.extract import Extractor, MarkersExtractor, WatchedExtractor
+from memoryd.extractors.heartbeat import Heartbeat, HeartbeatOptions, HeartbeatReport
+from memoryd.jobs import hooks
+from memoryd.jobs.environment import Environment, open_state
+from memoryd.jobs.parts import (
+    extractor_for,
+    git_store,
+    make_cleaner,
+    make_scanner,
+    make_scrubber,
+    prepare_store,
+)
+from memoryd.jobs.recovery import finish_interrupted_jobs
+from memoryd.jobs.sources import build_sources
+from memoryd.settings import Settings
+from memoryd.state.facade import State
+
+
+def heartbeat_options(settings: Settings) -> HeartbeatOptions:
+    return HeartbeatOptions(
+        zone=settings.schedule.zone,
+        chunk_tokens=settings.llm.chunk_tokens,
+        context_facts=settings.llm.context_facts,
+        min_mentions=settings.entities.min_mentions,
+        skills_dir=settings.store.skills_dir,
+        tacit_file=settings.store.tacit_file,
+        backfill=settings.backfill.window,
+        daily_usd=settings.budget.daily_usd,
+        heartbeat_usd=settings.budget.heartbeat_usd,
+        model=settings.llm.model,
+    )
+
+
+def build_heartbeat(
+    settings: Settings,
+    env: Environment,
+    state: State,
+    extractor: Extractor,
+    *,
+    should_stop: Callable[[], bool] = lambda: False,
+    dry_run: bool = False,
+    run_id: str | None = None,
+) -> Heartbeat:
+    """A Heartbeat over real parts; the store is checked (and migrated unless `dry_run`)."""
+    git = git_store(settings, env.clock)
+    prepare_store(git, dry_run=dry_run)
+    return Heartbeat(
+        settings=heartbeat_options(settings),
+        sources=build_sources(settings),
+        state=state,
+        git=git,
+        extractor=extractor,
+        clean=make_cleaner(settings),
+        scan_secrets=make_scanner(settings),
+        prices=settings.llm.price_table(),
+        clock=env.clock,
+        should_stop=should_stop,
+        run_id=run_id,
+    )
+
+
+def run_heartbeat(
+    settings: Settings,
+    env: Environment,
+    *,
+    should_stop: Callable[[], bool] = lambda: False,
+    run_id: str | None = None,
+    watch_calls: Callable[[], AbstractContextManager[object]] | None = None,
+    progress: Callable[[HeartbeatReport], None] | None = None,
+) -> HeartbeatReport:
+    """One heartbeat (see the module docstring; the caller holds the single-writer lock).
+
+    `watch_calls` wraps every model call (the daemon marks the time spent waiting on the LLM);
+    `progress` is called with the report so far after each chunk sent to the model.
+    """
+    git = git_store(settings, env.clock)
+    hooks.before_writing(settings, git)
+    with open_state(settings, env) as state, extractor_for(settings, env) as extractor:
+        watched = extractor if watch_calls is None else WatchedExtractor(extractor, watch_calls)
+        if progress is not None:
+            watched = WatchedExtractor(watched, lambda: _after(lambda: progress(heartbeat.report)))
+        heartbeat = build_heartbeat(
+            settings, env, state, watched, should_stop=should_stop, run_id=run_id
+        )
+        finish_interrupted_jobs(state, heartbeat.git, env.clock())
+        report = heartbeat.run()
+    hooks.after_commit(settings, git, committed=bool(report.commit or report.foreign_commit))
+    return report
+
+
+@contextmanager
+def _after(callback: Callable[[], None]) -> Iterator[None]:
+    """Call `callback` once the block ends, however it ends."""
+    try:
+        yield
+    finally:
+        callback()
+
+
+def dry_run_heartbeat(settings: Settings, env: Environment) -> dict[str, object]:
+    """What a heartbeat would send now: chunks, estimated tokens and cost. Changes nothing."""
+    with open_state(settings, env) as state:
+        # A dry run calls no model: the markers extractor stands in and is never asked.
+        extractor = MarkersExtractor(make_scrubber(settings))
+        heartbeat = build_heartbeat(settings, env, state, extractor, dry_run=True)
+        report = heartbeat.dry_run()
+    report["provider"] = settings.llm.provider
+    if settings.llm.provider == "markers":
+        # Markers are filed without a model: nothing is sent and nothing is billed.
+        report.update(model=None, estimated_input_tokens=0, estimated_cost_usd=0.0)
+    return report

@@ -1,0 +1,108 @@
+"""The parts a job is built from, each made from the settings: the git store, the cleaner, the
+secret scanner and scrubber, and the LLM client with the extractor over it (the source readers
+are in `memoryd.jobs.sources`). Each job opens the git store afresh and lets it go when done.
+
+The `anthropic` SDK is imported here only when a client is built, so commands that call no
+model (`--version`, `status`, `check`, `explain`, a dry run) start without paying for it.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+from memoryd.errors import ConfigError
+from memoryd.extractors.extract import Extractor, LLMExtractor, MarkersExtractor
+from memoryd.jobs.environment import Clock, Environment
+from memoryd.redaction import redact, secret_kinds
+from memoryd.settings import Settings, find_api_key, find_base_url
+from memoryd.sources.clean import clean_conversation
+from memoryd.sources.model import Conversation
+from memoryd.store.git import GitIdentity, GitStore
+from memoryd.store.layout import check_store, open_store
+
+if TYPE_CHECKING:
+    from memoryd.llm.anthropic_client import AnthropicClient
+
+
+def git_store(settings: Settings, clock: Clock) -> GitStore:
+    identity = GitIdentity(settings.git.author_name, settings.git.author_email)
+    return GitStore(
+        settings.store.path, identity, clock, command_timeout_seconds=settings.git.timeout_seconds
+    )
+
+
+def prepare_store(git: GitStore, *, dry_run: bool) -> None:
+    """Check the store before a job: it must be a memoryd store of a format this memoryd reads,
+    in a folder its repository does not ignore. A real run also migrates an older format and
+    sweeps leftover temporary files; a dry run changes nothing. Raise StoreError (run `memoryd
+    init`), StoreFormatError or IgnoredStoreError."""
+    if dry_run:
+        check_store(git.store_root)
+        git.check_not_ignored()
+    else:
+        open_store(git.store_root, git)
+
+
+@contextmanager
+def llm_client_for(settings: Settings, env: Environment) -> Iterator[AnthropicClient | None]:
+    """The Anthropic client the configuration asks for (None with `provider = "markers"`),
+    closed with its connections on exit. Raise ConfigError when no API key can be found."""
+    if settings.llm.provider == "markers":
+        yield None
+        return
+    api_key, where = find_api_key(settings, env.environ)
+    if api_key is None:
+        raise ConfigError(None, [f"At 'llm': no API key found ({where}); run `memoryd check`"])
+    from memoryd.llm.anthropic_client import AnthropicClient  # noqa: PLC0415 - see the docstring
+
+    with AnthropicClient(
+        api_key=api_key,
+        base_url=find_base_url(settings, env.environ),
+        timeout_seconds=settings.llm.timeout_seconds,
+        max_attempts=settings.llm.max_attempts,
+    ) as client:
+        yield client
+
+
+def make_scrubber(settings: Settings) -> Callable[[str], str]:
+    """Redact secrets from a text (the configured extra patterns included)."""
+    return functools.partial(redact, extra_patterns=tuple(settings.cleaning.extra_patterns))
+
+
+def make_scanner(settings: Settings) -> Callable[[str], list[str]]:
+    """The kinds of secret found in a text (for the commit-time secret scan)."""
+    patterns = tuple(settings.cleaning.extra_patterns)
+    return lambda text: secret_kinds(text, patterns)
+
+
+def make_cleaner(settings: Settings) -> Callable[[Conversation], Conversation | None]:
+    """Clean a conversation before it leaves the machine; None when nothing is left of it."""
+    patterns = tuple(settings.cleaning.extra_patterns)
+    limit = settings.cleaning.tool_output_chars
+
+    def clean(conversation: Conversation) -> Conversation | None:
+        cleaned, _stats = clean_conversation(
+            conversation, extra_patterns=patterns, tool_output_chars=limit
+        )
+        return cleaned if cleaned.turns else None
+
+    return clean
+
+
+@contextmanager
+def extractor_for(settings: Settings, env: Environment) -> Iterator[Extractor]:
+    """The configured extractor: the model through the API, or the markers provider."""
+    scrub = make_scrubber(settings)
+    with llm_client_for(settings, env) as client:
+        if client is None:
+            yield MarkersExtractor(scrub=scrub)
+        else:
+            yield LLMExtractor(
+                client,
+                model=settings.llm.model,
+                max_tokens=settings.llm.max_output_tokens,
+                scrub=scrub,
+            )

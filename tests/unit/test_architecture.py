@@ -1,0 +1,159 @@
+"""The layers of docs/architecture.md, enforced: every import inside the package is read and
+checked against who may import whom, and the entry points' light start is checked too."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[2] / "src" / "memoryd"
+
+BASE = {"memoryd", "errors", "logs", "redaction", "_secret_rules", "settings", "_settings_model"}
+FOUNDATION = {"sources", "store", "state", "llm", "prompts"}
+JOBS = {"extractors", "rewrite"}
+
+# Who may import whom, by top-level module or subpackage of memoryd (docs/architecture.md).
+ALLOWED: dict[str, set[str]] = {
+    "memoryd": set(),
+    "__main__": {"cli"},
+    "errors": set(),
+    "_secret_rules": set(),
+    "redaction": {"_secret_rules", "errors"},
+    "logs": {"memoryd", "redaction", "errors"},
+    "_settings_model": {"llm", "errors"},
+    "settings": {"_settings_model", "errors"},
+    "llm": {"errors", "logs"},
+    "prompts": {"errors"},
+    "store": {"errors", "logs"},
+    "state": {"llm", "errors", "logs"},
+    "sources": {"settings", "redaction", "errors", "logs"},
+    "budget": {"state", "llm", "errors", "logs"},
+    "extractors": BASE | FOUNDATION | {"budget"},
+    "rewrite": BASE | FOUNDATION | {"budget"},
+    "jobs": BASE | FOUNDATION | JOBS | {"budget"},
+    "daemon": BASE | FOUNDATION | JOBS | {"budget", "jobs"},
+    "cli": BASE | FOUNDATION | JOBS | {"budget", "jobs", "daemon"},
+}
+
+
+def _unit(module: str) -> str:
+    """`memoryd.store.git` -> `store`; `memoryd.budget` -> `budget`; `memoryd` -> `memoryd`."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "memoryd"
+
+
+def _module(path: Path) -> str:
+    """The dotted module name of a file of the package."""
+    return ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(
+        ".__init__"
+    )
+
+
+def _imports() -> list[tuple[str, str, str]]:
+    """(importing file, importing unit, imported unit) for every memoryd import in the package."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        relative = path.relative_to(PACKAGE.parent)
+        source = _unit(_module(path))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names: list[str] = []
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [node.module]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            for name in names:
+                if name == "memoryd" or name.startswith("memoryd."):
+                    target = _unit(name)
+                    if target != source:
+                        found.append((str(relative), source, target))
+    return found
+
+
+def test_every_unit_of_the_package_has_a_rule() -> None:
+    units = {_unit(_module(path)) for path in PACKAGE.rglob("*.py")}
+    assert units <= set(ALLOWED), f"no layering rule for {sorted(units - set(ALLOWED))}"
+
+
+def test_no_import_breaks_the_layers() -> None:
+    broken = [
+        f"{path}: {source} imports {target}"
+        for path, source, target in _imports()
+        if target not in ALLOWED[source]
+    ]
+    assert broken == []
+
+
+def test_the_rules_themselves_have_no_cycle() -> None:
+    def reaches(start: str, goal: str, seen: set[str]) -> bool:
+        for step in ALLOWED[start] - seen:
+            if step == goal or reaches(step, goal, seen | {step}):
+                return True
+        return False
+
+    assert [unit for unit in ALLOWED if reaches(unit, unit, set())] == []
+
+
+def test_only_the_adapter_imports_the_sdk_and_only_the_git_module_imports_git() -> None:
+    sdk, git = [], []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = (
+                [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else []
+            )
+            relative = str(path.relative_to(PACKAGE))
+            sdk += [relative for n in names if n.split(".")[0] == "anthropic"]
+            git += [relative for n in names if n.split(".")[0] == "git"]
+    assert sorted(set(sdk)) == ["llm/anthropic_client.py"]
+    assert sorted(set(git)) == ["store/git.py"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "forbidden"),
+    [
+        (["--version"], ("anthropic", "git", "pydantic", "structlog")),
+        (["--help"], ("anthropic", "git", "pydantic", "structlog")),
+    ],
+)
+def test_version_and_help_import_nothing_heavy(argv: list[str], forbidden: tuple[str, ...]) -> None:
+    probe = (
+        "import sys\n"
+        "from memoryd.cli import main\n"
+        "try:\n"
+        f"    main({argv!r})\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        f"print(sorted(m for m in {forbidden!r} if m in sys.modules))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert result.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_status_imports_neither_the_sdk_nor_git(tmp_path: Path) -> None:
+    config = tmp_path / "memoryd.toml"
+    config.write_text(
+        f'[store]\npath = "{tmp_path / "store"}"\n[state]\npath = "{tmp_path / "state"}"\n'
+        '[llm]\nprovider = "anthropic"\n'
+        f'[[agents]]\nname = "a"\n  [[agents.sources]]\n  format = "jsonl"\n'
+        f'  path = "{tmp_path / "transcripts"}"\n',
+        encoding="utf-8",
+    )
+    probe = (
+        "import sys\n"
+        "from memoryd.cli import main\n"
+        f"code = main(['--config', {str(config)!r}, '--log-format', 'json', 'status', '--json'])\n"
+        "print('code', code, sorted(m for m in ('anthropic', 'git') if m in sys.modules))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert result.stdout.strip().splitlines()[-1] == "code 0 []"
