@@ -22,7 +22,7 @@ from typing import Any, ParamSpec, Protocol
 
 from memoryd.errors import StoreError
 from memoryd.extractors.chunking import Chunk
-from memoryd.extractors.contract import EntityIn, FactIn, RecordMemories
+from memoryd.extractors.contract import EntityIn, FactIn, RecordMemories, TimelineIn
 from memoryd.logs import get_logger
 from memoryd.store.catalog import EntityCatalog
 from memoryd.store.entities import Entity, normalize_name
@@ -137,22 +137,15 @@ def apply_answer(
     for fact in answer.facts:
         fact_spec = specs.get((normalize_name(fact.entity.name), fact.entity.kind))
         applier.guarded("fact", applier.fact, fact, fact_spec)
-    for fact_id in answer.accessed:
+    # A conversation uses a fact once however often the answer names it (DESIGN §1.3).
+    for fact_id in dict.fromkeys(answer.accessed):
         applier.guarded("access", applier.access, fact_id)
-    fallback_time = chunk.turns[0].timestamp.astimezone(chunk.zone).time().replace(second=0)
-    counters.notes_added += add_timeline(
-        session.tx,
-        chunk.day,
-        [
-            TimelineEntry(
-                at=_time_of(entry.time) or fallback_time, agent=chunk.agent, text=entry.text
-            )
-            for entry in answer.timeline
-        ],
-    )
+    if answer.timeline:
+        applier.guarded("timeline", applier.timeline, answer.timeline)
     for skill in answer.skills:
         applier.guarded("skill", applier.skill, skill.topic, skill.tip, routine=skill.routine)
-    counters.tacit_added += len(add_tacit(session.tx, session.tacit_file, answer.tacit))
+    if answer.tacit:
+        applier.guarded("tacit", applier.tacit, answer.tacit)
     return counters
 
 
@@ -185,8 +178,12 @@ class _Applier:
             locator=chunk.turns[0].provenance.locator,
         )
 
-    def entity(self, name: str, kind: str, spec: EntityIn | None) -> Entity | None:
-        """The store entity for a reported name: existing, newly qualified, or None (pending)."""
+    def entity(
+        self, name: str, kind: str, spec: EntityIn | None, *, lifecycle: bool = True
+    ) -> Entity | None:
+        """The store entity for a reported name: existing, newly qualified, or None (pending).
+        With `lifecycle`, a status the answer reports is applied (moved to or from the
+        archives); the facts of an entity leave that to the entity's own item."""
         catalog = self.session.catalog
         entity = catalog.resolve(name, kind)
         aliases = list(spec.aliases) if spec else []
@@ -198,7 +195,7 @@ class _Applier:
             self._file_pending(entity)
         elif aliases:
             entity = catalog.add_aliases(entity, aliases)
-        if spec is not None and spec.status != entity.status:
+        if lifecycle and spec is not None and spec.status != entity.status:
             was_archived = entity.archived
             entity = catalog.set_status(entity, spec.status)
             if entity.archived and not was_archived:
@@ -236,7 +233,7 @@ class _Applier:
             self.counters.facts_added += int(outcome.added)
 
     def fact(self, fact: FactIn, spec: EntityIn | None) -> None:
-        entity = self.entity(fact.entity.name, fact.entity.kind, spec)
+        entity = self.entity(fact.entity.name, fact.entity.kind, spec, lifecycle=False)
         if entity is None:
             self._stage_pending(fact)
             return
@@ -294,6 +291,23 @@ class _Applier:
         else:
             outcome = add_skill(tx, skills_dir, agent=agent, topic=topic, tip=tip)
         self.counters.skills_added += int(outcome.added)
+
+    def timeline(self, entries: Sequence[TimelineIn]) -> None:
+        chunk = self.chunk
+        fallback_time = chunk.turns[0].timestamp.astimezone(chunk.zone).time().replace(second=0)
+        self.counters.notes_added += add_timeline(
+            self.session.tx,
+            chunk.day,
+            [
+                TimelineEntry(
+                    at=_time_of(entry.time) or fallback_time, agent=chunk.agent, text=entry.text
+                )
+                for entry in entries
+            ],
+        )
+
+    def tacit(self, lines: Sequence[str]) -> None:
+        self.counters.tacit_added += len(add_tacit(self.session.tx, self.session.tacit_file, lines))
 
     def access(self, fact_id: str) -> None:
         if self.session.facts.bump(fact_id, self.chunk.day) is None:

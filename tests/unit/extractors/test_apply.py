@@ -29,7 +29,6 @@ from tests.unit.extractors.support import (
     store_files,
 )
 
-from memoryd.errors import CorruptFileError
 from memoryd.extractors.apply import ApplyCounters, StoreSession, apply_answer
 from memoryd.extractors.chunking import Chunk
 from memoryd.extractors.contract import RecordMemories
@@ -366,6 +365,17 @@ def test_accessed_ids_bump_facts_by_the_conversations_own_date(filing: Filing) -
     assert stored["lastAccessed"] == "2026-03-06"  # an older conversation never moves it back
 
 
+def test_an_id_repeated_in_one_answer_is_one_access(filing: Filing) -> None:
+    jane = [person("Jane Doe", relationship=True)]
+    filing.apply(answer(entities=jane, facts=[fact("Jane Doe", "Lives in Paris")]))
+
+    counters = filing.apply(answer(accessed=["jane-doe-001"] * 50), on(date(2026, 3, 6)))
+
+    assert counters.accesses == 1
+    [stored] = filing.facts(JANE)
+    assert stored["accessCount"] == 1
+
+
 def test_aliases_reported_for_a_known_entity_are_kept_and_resolve_later_facts(
     filing: Filing,
 ) -> None:
@@ -583,13 +593,6 @@ def test_nothing_reaches_the_disk_before_the_commit(filing: Filing, store_root: 
     assert after["MEMORY.md"] != before["MEMORY.md"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=CorruptFileError,
-    reason="apply_answer guards entities, facts, accesses and skills, but not timeline entries "
-    "nor tacit lines: a daily note or tacit file that is not UTF-8 raises CorruptFileError out "
-    "of apply_answer, so the whole answer fails, and so does every heartbeat that reuses it",
-)
 @pytest.mark.parametrize("unreadable", [NOTE, "MEMORY.md"])
 def test_an_unreadable_note_or_tacit_file_skips_only_its_items(
     filing: Filing, store_root: Path, unreadable: str
@@ -611,13 +614,6 @@ def test_an_unreadable_note_or_tacit_file_skips_only_its_items(
     assert (counters.facts_added, counters.skills_added) == (1, 1)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="the entity's lifecycle move is redone for each of its facts: when the store refuses "
-    "the move (a folder already at the archive path), every fact of the entity is skipped too, "
-    "although only the move could not be taken",
-)
 def test_a_refused_lifecycle_move_still_files_the_entitys_facts(
     filing: Filing, store_root: Path
 ) -> None:
