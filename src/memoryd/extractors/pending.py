@@ -91,7 +91,11 @@ class PendingOverlay:
 
 
 def write_pending_changes(table: PendingTable, changes: dict[str, Any]) -> None:
-    """Apply staged changes (from `staged_changes`) to the table; the caller holds a transaction."""
+    """Apply staged changes (from `staged_changes`) to the table; the caller holds a transaction.
+
+    Removals go first: a fact taken and then staged again must end up pending, not collide with
+    the row it replaces and then be deleted with it."""
+    table.remove(changes.get("remove", []))
     for item in changes.get("add", []):
         table.add(
             entity_name=item["entity_name"],
@@ -101,4 +105,3 @@ def write_pending_changes(table: PendingTable, changes: dict[str, Any]) -> None:
             conversation_date=date.fromisoformat(item["conversation_date"]),
             source_json=json.dumps(item["source"], sort_keys=True),
         )
-    table.remove(changes.get("remove", []))

@@ -212,14 +212,6 @@ def test_a_later_heartbeat_sees_what_an_earlier_one_wrote(state: State) -> None:
     assert taken.record_id == state.pending.all()[0].id
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="write_pending_changes adds before it removes: a stored fact taken and then staged "
-    "again (the overlay accepts it, since the taken row no longer counts) collides with the "
-    "row it is about to remove, so the add is a no-op and the removal deletes the fact; "
-    "apply_answer does not reach this today (a taken key resolves to the new entity)",
-)
 def test_a_fact_taken_then_staged_again_is_still_pending_after_the_write(state: State) -> None:
     stored(state, record("Plays the cello"))
     overlay = PendingOverlay(state.pending)
