@@ -17,7 +17,7 @@ from zoneinfo import ZoneInfo
 
 from memoryd.extractors.chunking import Chunk, chunk_from_json, cut_chunks
 from memoryd.logs import get_logger
-from memoryd.sources.cursor import FileCursor
+from memoryd.sources.cursor import CursorError, FileCursor
 from memoryd.sources.model import Conversation
 from memoryd.sources.reader import SourceReader
 from memoryd.state.facade import State
@@ -61,7 +61,7 @@ def read_sources(
     since = now - backfill if backfill else None
     for source in sources:
         stored = state.cursors.for_source(source.agent, source.key)
-        cursors = {path: FileCursor.from_json(text) for path, text in stored.items()}
+        cursors = _decode_cursors(source, stored)
         first_sight = state.meta.get(f"source.seen:{source.key}") is None
         result = source.reader.read(cursors, since=since, first_sight=first_sight)
         intake.old[source.key] = dict(stored)
@@ -78,6 +78,18 @@ def read_sources(
         if result.more:
             log.info("source.more_to_read", source=source.key, agent=source.agent)
     return intake
+
+
+def _decode_cursors(source: Source, stored: dict[str, str]) -> dict[str, FileCursor]:
+    """The stored cursors of a source; one that cannot be decoded (written by a newer memoryd,
+    or damaged) is logged and dropped, so that its file is read as new (`CursorError`)."""
+    cursors = {}
+    for path, text in stored.items():
+        try:
+            cursors[path] = FileCursor.from_json(text)
+        except CursorError as error:
+            log.warning("source.cursor_unreadable", source=source.key, path=path, error=str(error))
+    return cursors
 
 
 def index_conversation(state: State, conversation: Conversation, zone: ZoneInfo) -> None:

@@ -27,7 +27,6 @@ from memoryd.extractors.intake import (
 )
 from memoryd.settings import SourceSettings
 from memoryd.sources.clean import clean_conversation
-from memoryd.sources.cursor import CursorError
 from memoryd.sources.model import Conversation
 from memoryd.sources.reader import SourceReader
 from memoryd.state import State
@@ -217,13 +216,6 @@ def test_each_source_keeps_its_own_cursors(state: State, tmp_path: Path, logs: P
     assert intake.sources_by_file == {str(ops_file): ops.key, str(cos_file): cos.key}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=CursorError,
-    reason="read_sources decodes stored cursors without catching CursorError, whose contract "
-    "is that the file it named is read as new: one undecodable cursor (e.g. written by a "
-    "newer memoryd) stops every heartbeat instead",
-)
 def test_a_stored_cursor_that_cannot_be_decoded_reads_its_file_as_new(
     state: State, logs: Path
 ) -> None:
