@@ -35,11 +35,13 @@ class ToolUse:
 
 @dataclass(frozen=True)
 class Text:
-    """A text-only answer: the model did not call the tool."""
+    """A text-only answer: the model did not call the tool. ``stop_reason="refusal"`` is the
+    real API's answer when the model declines the content."""
 
     text: str = "I have nothing to record."
     usage: FakeUsage | None = None
     delay_seconds: float = 0.0
+    stop_reason: str = "end_turn"
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,48 @@ class Error:
 
 
 Answer = ToolUse | Text | Error
+
+# The real API's own words for the errors memoryd handles (docs.claude.com/en/api/errors and
+# answers seen in the wild), so that tests exercise the classification on what servers say.
+INVALID_KEY_MESSAGE = "invalid x-api-key"
+PERMISSION_MESSAGE = "Your API key does not have permission to use the specified resource."
+CREDIT_TOO_LOW_MESSAGE = (
+    "Your credit balance is too low to access the Anthropic API. "
+    "Please go to Plans & Billing to upgrade or purchase credits."
+)
+REQUEST_TOO_LARGE_MESSAGE = "Request exceeds the maximum allowed number of bytes."
+
+
+def invalid_key() -> Error:
+    """401: the key is unknown or revoked."""
+    return Error(401, "authentication_error", INVALID_KEY_MESSAGE)
+
+
+def permission_denied() -> Error:
+    """403: the key may not use this resource (model, workspace, region)."""
+    return Error(403, "permission_error", PERMISSION_MESSAGE)
+
+
+def model_not_found(model: str) -> Error:
+    """404: the model is unknown, e.g. retired."""
+    return Error(404, "not_found_error", f"model: {model}")
+
+
+def credit_too_low() -> Error:
+    """400: the prepaid credit is used up (an invalid_request_error, not a billing status)."""
+    return Error(400, "invalid_request_error", CREDIT_TOO_LOW_MESSAGE)
+
+
+def request_too_large() -> Error:
+    """413: the body is over the endpoint's size limit (answered before the API proper)."""
+    return Error(413, "request_too_large", REQUEST_TOO_LARGE_MESSAGE)
+
+
+def prompt_too_long(tokens: int = 212_345, maximum: int = 200_000) -> Error:
+    """400: this one request does not fit the model's context window."""
+    return Error(
+        400, "invalid_request_error", f"prompt is too long: {tokens} tokens > {maximum} maximum"
+    )
 
 
 @dataclass(frozen=True)
@@ -88,7 +132,7 @@ def answer_from_json(data: Mapping[str, Any]) -> Answer:
     if kind == "tool_use":
         return ToolUse(data["input"], data.get("tool_name"), usage, delay)
     if kind == "text":
-        return Text(data.get("text", Text.text), usage, delay)
+        return Text(data.get("text", Text.text), usage, delay, data.get("stop_reason", "end_turn"))
     if kind == "error":
         return Error(
             int(data["status"]),
@@ -121,7 +165,7 @@ def message_json(
         stop_reason = "tool_use"
     else:
         content = [{"type": "text", "text": answer.text}]
-        stop_reason = "end_turn"
+        stop_reason = answer.stop_reason
     return {
         "id": message_id,
         "type": "message",

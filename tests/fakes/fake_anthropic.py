@@ -12,10 +12,17 @@ without a handler, ``default`` is repeated; with none of these the server answer
 unscripted call is loud. Answers are ``ToolUse`` (a ``tool_use`` block with the given input, for
 the tool the request forced unless named), ``Text`` (no tool call) and ``Error`` (an HTTP error
 shaped like the real API's ``{"type": "error", "error": {...}}``, with extra headers such as
-``retry-after``). Any answer may carry ``delay_seconds`` to provoke client timeouts.
+``retry-after``). Any answer may carry ``delay_seconds`` to provoke client timeouts. The real
+API's answers to the errors memoryd handles are built by ``invalid_key()``,
+``permission_denied()``, ``model_not_found(model)``, ``credit_too_low()``,
+``request_too_large()`` and ``prompt_too_long()``. Every error carries a ``request-id`` header
+and the same id in its body.
 ``fail_next(*errors)`` makes the next HTTP requests on *any* endpoint fail (batch endpoints
 included) before the queue is consulted; ``cut_results_streams=N`` breaks the first N batch
-results downloads halfway, as a dropped connection would. Every HTTP request is recorded
+results downloads halfway, as a dropped connection would. With ``api_key`` set, a request with
+another key gets the real 401; with ``models`` set, a message (or batch request) naming any
+other model gets the real 404 ``model: <name>``. Both can be changed while the server runs, to
+"fix" the key or the model in the middle of a test. Every HTTP request is recorded
 (method, path, lower-cased headers, JSON body) in ``requests``.
 
 In a test::
@@ -68,9 +75,15 @@ from tests.fakes.anthropic_wire import (
     ToolUse,
     answer_from_json,
     batch_json,
+    credit_too_low,
     error_body,
+    invalid_key,
     invalid_message_params,
     message_json,
+    model_not_found,
+    permission_denied,
+    prompt_too_long,
+    request_too_large,
 )
 
 __all__ = [
@@ -83,7 +96,13 @@ __all__ = [
     "Text",
     "ToolUse",
     "answer_from_json",
+    "credit_too_low",
+    "invalid_key",
     "main",
+    "model_not_found",
+    "permission_denied",
+    "prompt_too_long",
+    "request_too_large",
     "server_from_script",
 ]
 
@@ -116,6 +135,7 @@ class FakeAnthropicServer:
         default: Answer | None = None,
         usage: FakeUsage | None = None,
         api_key: str | None = None,
+        models: Iterable[str] | None = None,
         batch_polls_before_end: int = 0,
         cut_results_streams: int = 0,
         record_path: Path | None = None,
@@ -125,7 +145,8 @@ class FakeAnthropicServer:
         self._handler = handler
         self._default = default
         self._usage = usage or FakeUsage()
-        self._api_key = api_key
+        self.api_key = api_key
+        self.models: frozenset[str] | None = None if models is None else frozenset(models)
         self._batch_polls_before_end = batch_polls_before_end
         self._cut_results_streams = cut_results_streams
         self._record_path = record_path
@@ -230,8 +251,8 @@ class FakeAnthropicServer:
             failure = self._failures.popleft() if self._failures else None
         if failure is not None:
             return self._error(failure)
-        if self._api_key is not None and recorded.api_key != self._api_key:
-            return self._error(Error(401, "authentication_error", "invalid x-api-key"))
+        if self.api_key is not None and recorded.api_key != self.api_key:
+            return self._error(invalid_key())
         return self._route(recorded)
 
     def _route(self, recorded: RecordedRequest) -> _Response:
@@ -275,10 +296,18 @@ class FakeAnthropicServer:
             return self._default
         return Error(400, "invalid_request_error", "fake server: no answer was scripted")
 
+    def _unknown_model(self, params: Mapping[str, Any]) -> Error | None:
+        models = self.models
+        model = str(params.get("model"))
+        return None if models is None or model in models else model_not_found(model)
+
     def _message(self, request: RecordedRequest) -> _Response:
         problem = invalid_message_params(request.body)
         if problem:
             return self._error(Error(400, "invalid_request_error", problem))
+        unknown = self._unknown_model(request.body)
+        if unknown is not None:
+            return self._error(unknown)
         answer = self._next_answer(request)
         if isinstance(answer, Error):
             return self._error(answer)
@@ -319,7 +348,9 @@ class FakeAnthropicServer:
     def _batch_item(self, request: RecordedRequest) -> dict[str, Any]:
         problem = invalid_message_params(request.body)
         answer = (
-            Error(400, "invalid_request_error", problem) if problem else self._next_answer(request)
+            Error(400, "invalid_request_error", problem)
+            if problem
+            else self._unknown_model(request.body) or self._next_answer(request)
         )
         if isinstance(answer, Error):
             return {"type": "errored", "error": error_body(answer, None)}
@@ -328,10 +359,11 @@ class FakeAnthropicServer:
     def _retrieve_batch(self, batch_id: str) -> _Response:
         with self._lock:
             batch = self._batches.get(batch_id)
-            if batch is None:
-                return self._error(Error(404, "not_found_error", f"no batch {batch_id}"))
-            batch.polls += 1
-            ended = batch.polls > self._batch_polls_before_end
+            if batch is not None:
+                batch.polls += 1
+                ended = batch.polls > self._batch_polls_before_end
+        if batch is None:  # answered outside the lock: the error takes it for its request id
+            return self._error(Error(404, "not_found_error", f"no batch {batch_id}"))
         return _json_response(200, self._batch_json(batch_id, batch, ended=ended))
 
     def _batch_json(self, batch_id: str, batch: _Batch, *, ended: bool) -> dict[str, Any]:

@@ -13,6 +13,13 @@ This is the only module that imports `anthropic`. Its invariants:
   waiting more than `max_wait_seconds` at a time. `x-should-retry: true|false` overrides the
   status. Never retried: spend-limit answers and every other 4xx (400, 401, 403, 404, 413,
   422, ...).
+- Failures are typed by what the caller can do (`memoryd.llm.base`). About the account, key,
+  model or endpoint, whatever is sent (`UnusableLLMError`, exit 78): 401 authentication, 403
+  permission, a 400 saying the credit balance is too low, and, for a message or a batch, 404
+  (the model is unknown or retired, or the base URL is wrong) and 413 (the endpoint's size
+  limit: chunks are bounded by `llm.chunk_tokens`). About this request (`PermanentLLMError`):
+  any other 4xx, e.g. a 400 "prompt is too long" for one chunk, or a 404 for one batch id.
+- Every error names the endpoint (the base URL) in its message, connection errors included.
 - Each retry logs `llm.retry`; a call that fails for good logs `llm.failed`. Both carry the
   operation, attempt, status, error class, request id and wait; never content or the key.
   A successful call logs `llm.called` at debug level with its usage.
@@ -46,6 +53,8 @@ from memoryd.llm.base import (
     ToolRequest,
     ToolResult,
     TransientLLMError,
+    UnusableKind,
+    UnusableLLMError,
     validate_custom_ids,
 )
 from memoryd.llm.prices import Usage
@@ -66,6 +75,16 @@ SPEND_LIMIT_CODES = frozenset(
 )
 # The API's own message is useful in logs and errors; a huge one is not.
 _MAX_MESSAGE_CHARS = 500
+# The real API's answer when the prepaid credit is used up (a 400 invalid_request_error):
+# "Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing
+# to upgrade or purchase credits."
+_CREDIT_TOO_LOW = "credit balance is too low"
+# Operations that name a model and carry chunk-sized bodies: a 404 there means the model (or
+# the route), a 413 the endpoint's size limit. Elsewhere a 404 is about one batch id.
+_MODEL_OPERATIONS = frozenset({"messages.create", "batches.create"})
+_ACCOUNT_STATUSES: dict[int, UnusableKind] = {401: "authentication", 403: "permission"}
+_MODEL_STATUSES: dict[int, UnusableKind] = {404: "model_not_found", 413: "request_too_large"}
+_BAD_REQUEST = 400
 
 _T = TypeVar("_T")
 
@@ -96,7 +115,8 @@ class AnthropicClient:
         initial_wait_seconds: float = 1.0,
     ) -> None:
         if not api_key:
-            raise PermanentLLMError("no API key was given")
+            endpoint = (base_url or DEFAULT_BASE_URL).rstrip("/")
+            raise PermanentLLMError(f"no API key was given for {endpoint}", endpoint=endpoint)
         if max_attempts < 1:
             raise ValueError(f"max_attempts must be at least 1, got {max_attempts}")
         if timeout_seconds <= 0:
@@ -122,6 +142,11 @@ class AnthropicClient:
         """The endpoint this client sends to (for logs and `status`)."""
         return str(self._sdk.base_url)
 
+    @property
+    def endpoint(self) -> str:
+        """The base URL as errors and logs name it (no trailing slash)."""
+        return self.base_url.rstrip("/")
+
     def close(self) -> None:
         self._sdk.close()
 
@@ -139,8 +164,10 @@ class AnthropicClient:
     def call_tool(self, request: ToolRequest) -> ToolResult:
         """Send one forced-tool request; see `LLMClient.call_tool`."""
         params = message_params(request)
-        message = self._call("messages.create", lambda: self._sdk.messages.create(**params))
-        result = _tool_result(message, request.tool.name, message._request_id)
+        message = self._call(
+            "messages.create", lambda: self._sdk.messages.create(**params), model=request.model
+        )
+        result = _tool_result(message, request.tool.name, message._request_id, self.endpoint)
         _logger().debug(
             "llm.called",
             model=result.model,
@@ -153,6 +180,19 @@ class AnthropicClient:
             cache_read_input_tokens=result.usage.cache_read_input_tokens,
         )
         return result
+
+    def probe(self, model: str) -> str | None:
+        """Prove the key, the endpoint and `model` with the cheapest real request: a one-token
+        answer to a one-word prompt, no tools. Return the request id; raise as `call_tool` does
+        (UnusableLLMError for a refused key, an unknown model, no credit, ...)."""
+        message = self._call(
+            "messages.create",
+            lambda: self._sdk.messages.create(
+                model=model, max_tokens=1, messages=[{"role": "user", "content": "ping"}]
+            ),
+            model=model,
+        )
+        return message._request_id
 
     def submit_batch(self, requests: Sequence[tuple[str, ToolRequest]]) -> str:
         """Submit `(custom_id, request)` pairs as one Message Batch; return the batch id.
@@ -169,6 +209,7 @@ class AnthropicClient:
         batch = self._call(
             "batches.create",
             lambda: self._sdk.messages.batches.create(requests=cast("Any", payload)),
+            model=requests[0][1].model,
         )
         return batch.id
 
@@ -188,7 +229,10 @@ class AnthropicClient:
         """
         status = self.batch_status(batch_id)
         if status != "ended":
-            raise BatchNotEndedError(f"batch {batch_id} is {status}; its results are not ready")
+            raise BatchNotEndedError(
+                f"batch {batch_id} at {self.endpoint} is {status}; its results are not ready",
+                endpoint=self.endpoint,
+            )
         return self._call("batches.results", lambda: self._read_results(batch_id))
 
     def _read_results(self, batch_id: str) -> dict[str, ToolResult | BatchItemFailure]:
@@ -206,8 +250,10 @@ class AnthropicClient:
             decoder.close()
         return dict(sorted(outcomes.items()))
 
-    def _call(self, operation: str, action: Callable[[], _T]) -> _T:
-        """Run `action` under the retry policy; turn SDK errors into memoryd's LLM errors."""
+    def _call(self, operation: str, action: Callable[[], _T], *, model: str | None = None) -> _T:
+        """Run `action` under the retry policy; turn SDK errors into memoryd's LLM errors.
+
+        `model` is the model the request names (for the errors about it)."""
         attempts = 0
 
         def attempt() -> _T:
@@ -226,7 +272,7 @@ class AnthropicClient:
         try:
             return retrying(attempt)
         except anthropic.APIError as error:
-            translated = _translate(operation, error)
+            translated = _translate(operation, error, self.endpoint, model)
             _logger().warning(
                 "llm.failed",
                 operation=operation,
@@ -235,7 +281,9 @@ class AnthropicClient:
                 error=type(error).__name__,
                 error_code=translated.error_code,
                 request_id=translated.request_id,
+                endpoint=self.endpoint,
                 transient=isinstance(translated, TransientLLMError),
+                unusable=translated.kind if isinstance(translated, UnusableLLMError) else None,
             )
             raise translated from error
 
@@ -275,7 +323,9 @@ def message_params(request: ToolRequest) -> dict[str, Any]:
     return params
 
 
-def _tool_result(message: Message, tool_name: str | None, request_id: str | None) -> ToolResult:
+def _tool_result(
+    message: Message, tool_name: str | None, request_id: str | None, endpoint: str | None = None
+) -> ToolResult:
     tool_input: dict[str, Any] | None = None
     for block in message.content:
         if isinstance(block, ToolUseBlock) and tool_name in {None, block.name}:
@@ -294,6 +344,7 @@ def _tool_result(message: Message, tool_name: str | None, request_id: str | None
         ),
         model=message.model,
         request_id=request_id,
+        endpoint=endpoint,
     )
 
 
@@ -370,9 +421,23 @@ def _log_retry(operation: str, state: RetryCallState) -> None:
     )
 
 
-def _translate(operation: str, error: anthropic.APIError) -> LLMError:
+def _unusable_kind(operation: str, error: anthropic.APIStatusError) -> UnusableKind | None:
+    """The run-level problem `error` shows, or None when it is about this request only."""
+    status = error.status_code
+    if status in _ACCOUNT_STATUSES:
+        return _ACCOUNT_STATUSES[status]
+    if status == _BAD_REQUEST and _CREDIT_TOO_LOW in (error.api_message or "").lower():
+        return "billing"
+    if operation in _MODEL_OPERATIONS and status in _MODEL_STATUSES:
+        return _MODEL_STATUSES[status]
+    return None
+
+
+def _translate(
+    operation: str, error: anthropic.APIError, endpoint: str, model: str | None
+) -> LLMError:
     if isinstance(error, anthropic.APIStatusError):
-        description = f"{operation} failed: HTTP {error.status_code}"
+        description = f"{operation} to {endpoint} failed: HTTP {error.status_code}"
         if error.type:
             description += f" {error.type}"
         if error.api_message:
@@ -384,16 +449,27 @@ def _translate(operation: str, error: anthropic.APIError) -> LLMError:
             "error_type": error.type,
             "error_code": error.error_code,
             "request_id": error.request_id,
+            "endpoint": endpoint,
         }
         if _is_spend_limit(error):
             return SpendLimitError(description, **details)
         if _should_retry_header(error) or _is_transient_status(error.status_code):
             return TransientLLMError(description, **details)
+        kind = _unusable_kind(operation, error)
+        if kind is not None:
+            api_message = _clip(error.api_message or "")
+            return UnusableLLMError(
+                kind, description, model=model, api_message=api_message, **details
+            )
         return PermanentLLMError(description, **details)
     if isinstance(error, anthropic.APIConnectionError):
-        return TransientLLMError(f"{operation} failed: {error.message}")
+        return TransientLLMError(
+            f"{operation} to {endpoint} failed: {error.message}", endpoint=endpoint
+        )
     # An answer that does not parse as the API's schema: a broken or incompatible server.
-    return PermanentLLMError(f"{operation} failed: {_clip(str(error))}")
+    return PermanentLLMError(
+        f"{operation} to {endpoint} failed: {_clip(str(error))}", endpoint=endpoint
+    )
 
 
 def _clip(text: str) -> str:

@@ -13,8 +13,11 @@ Invariants:
   `memoryd.errors.TransientError`, exit 75) means "stop now, try again on a later run";
   `PermanentLLMError` (exit 1) means "this call will not succeed as it stands";
   `SpendLimitError` is transient for the day and is never retried within a run.
-- Error messages carry the status, the API's error type and message and the request id, never
-  the request content or the API key.
+  `UnusableLLMError` (a `PermanentLLMError`, exit 78) is about the account, key, model or
+  endpoint rather than the request: every call would fail the same way until the operator fixes
+  it, so the run stops at once and no chunk is charged with a failure.
+- Error messages name the endpoint and carry the status, the API's error type and message and
+  the request id, never the request content or the API key.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from memoryd.errors import MemorydError, TransientError
+from memoryd.errors import EXIT_CONFIG, MemorydError, TransientError
 from memoryd.llm.prices import Usage
 
 # The Messages API's rules for tool names and for the custom ids of batch requests.
@@ -82,7 +85,8 @@ class ToolResult:
     """The model's answer to a `ToolRequest`.
 
     `tool_input` is `None` when the answer has no `tool_use` block for the requested tool.
-    `request_id` is the API's id for the call (for logs and support), when the server gave one.
+    `request_id` is the API's id for the call (for logs and support), when the server gave one;
+    `endpoint` is the base URL that answered, when the client knows it.
     """
 
     tool_input: dict[str, Any] | None
@@ -90,6 +94,7 @@ class ToolResult:
     usage: Usage
     model: str
     request_id: str | None
+    endpoint: str | None = None
 
 
 class LLMClient(Protocol):
@@ -135,7 +140,10 @@ class BatchClient(Protocol):
 
 
 class LLMError(MemorydError):
-    """A call to the LLM failed. Carries what the API said, never what was sent."""
+    """A call to the LLM failed. Carries what the API said, never what was sent.
+
+    `endpoint` is the base URL the call went to (the adapter also names it in the message).
+    """
 
     def __init__(
         self,
@@ -145,11 +153,13 @@ class LLMError(MemorydError):
         error_type: str | None = None,
         error_code: str | None = None,
         request_id: str | None = None,
+        endpoint: str | None = None,
     ) -> None:
         self.status_code = status_code
         self.error_type = error_type
         self.error_code = error_code
         self.request_id = request_id
+        self.endpoint = endpoint
         super().__init__(message)
 
 
@@ -162,6 +172,105 @@ class TransientLLMError(LLMError, TransientError):
 
 class PermanentLLMError(LLMError):
     """The request was refused (bad key, bad request, unknown model): retrying will not help."""
+
+
+UnusableKind = Literal[
+    "authentication",
+    "permission",
+    "model_not_found",
+    "billing",
+    "request_too_large",
+    "invalid_answers",
+]
+
+# What the operator must do about each kind; `{model}` is the model the calls asked for.
+_REMEDIES: dict[UnusableKind, str] = {
+    "authentication": "the endpoint refused the API key: put a valid key in llm.api_key_file, "
+    "the systemd credential anthropic-api-key or ANTHROPIC_API_KEY",
+    "permission": "the API key may not use this model or endpoint: check the key's workspace "
+    "and permissions, llm.model and llm.base_url",
+    "model_not_found": "the endpoint does not know the model {model} (retired or misspelt), or "
+    "llm.base_url does not point at a Messages API: set llm.model (and llm.rewrite_model) to a "
+    "current model, or fix llm.base_url",
+    "billing": "the account has no credit left: buy credits or change the plan (Plans & "
+    "Billing), or use another account's key",
+    "request_too_large": "the endpoint refuses requests of this size (chunks are bounded by "
+    "llm.chunk_tokens, so this is the endpoint's limit): lower llm.chunk_tokens",
+    "invalid_answers": "the model {model} keeps answering outside the record_memories tool "
+    "contract, so it cannot do the task: choose a model that supports forced tool use "
+    "(llm.model)",
+}
+
+
+def remedy_for(kind: UnusableKind, model: str | None) -> str:
+    """What the operator must fix for a problem of this kind (one sentence, no secrets)."""
+    return _REMEDIES[kind].format(model=model or "(unknown)")
+
+
+class UnusableLLMError(PermanentLLMError):
+    """The account, key, model or endpoint cannot be used, whatever is sent.
+
+    Not about the request: every call would fail the same way until the operator fixes the
+    configuration, the key, the model, the billing or the endpoint, so a run stops at its first
+    such error, holds its cursors and charges no chunk with a failure. Exit 78, the code of a
+    configuration error (DESIGN §2): a retry never helps, only the operator can. `kind` says
+    which problem it is, `remedy` what to fix, `api_message` what the server itself said.
+    """
+
+    exit_code = EXIT_CONFIG
+
+    def __init__(
+        self,
+        kind: UnusableKind,
+        description: str,
+        *,
+        model: str | None,
+        api_message: str,
+        endpoint: str | None = None,
+        status_code: int | None = None,
+        error_type: str | None = None,
+        error_code: str | None = None,
+        request_id: str | None = None,
+    ) -> None:
+        self.kind: UnusableKind = kind
+        self.model = model
+        self.api_message = api_message
+        self.remedy = remedy_for(kind, model)
+        super().__init__(
+            f"{description}; {self.remedy}",
+            status_code=status_code,
+            error_type=error_type,
+            error_code=error_code,
+            request_id=request_id,
+            endpoint=endpoint,
+        )
+
+    @classmethod
+    def invalid_answers(
+        cls, *, model: str, endpoint: str | None, count: int, reason: str
+    ) -> UnusableLLMError:
+        """The model answered `count` chunks in a row outside the tool contract."""
+        where = f" at {endpoint}" if endpoint else ""
+        return cls(
+            "invalid_answers",
+            f"{count} chunks in a row got an invalid answer from {model}{where}: {reason}",
+            model=model,
+            api_message=reason,
+            endpoint=endpoint,
+        )
+
+    def problem(self) -> dict[str, Any]:
+        """The problem as JSON-ready data, for the `llm.unusable` log line and `status`."""
+        return {
+            "kind": self.kind,
+            "remedy": self.remedy,
+            "endpoint": self.endpoint,
+            "model": self.model,
+            "status": self.status_code,
+            "error_type": self.error_type,
+            "message": self.api_message,
+            "request_id": self.request_id,
+        }
 
 
 class SpendLimitError(TransientLLMError):

@@ -9,15 +9,28 @@ from collections.abc import Callable
 
 import pytest
 from structlog.testing import capture_logs
-from tests.fakes.fake_anthropic import Error, FakeAnthropicServer, FakeUsage, Text, ToolUse
+from tests.fakes.fake_anthropic import (
+    Error,
+    FakeAnthropicServer,
+    FakeUsage,
+    Text,
+    ToolUse,
+    credit_too_low,
+    invalid_key,
+    model_not_found,
+    permission_denied,
+    prompt_too_long,
+    request_too_large,
+)
 
-from memoryd.errors import EXIT_FAILED, EXIT_TEMPFAIL, TransientError
+from memoryd.errors import EXIT_CONFIG, EXIT_FAILED, EXIT_TEMPFAIL, TransientError
 from memoryd.llm.anthropic_client import DEFAULT_BASE_URL, AnthropicClient, message_params
 from memoryd.llm.base import (
     PermanentLLMError,
     SpendLimitError,
     ToolRequest,
     TransientLLMError,
+    UnusableLLMError,
 )
 from memoryd.llm.prices import Usage
 
@@ -197,13 +210,10 @@ def test_a_storm_that_outlasts_the_attempts_is_a_transient_error(
     "refusal",
     [
         Error(400, "invalid_request_error", "refused"),
-        Error(401, "authentication_error", "refused"),
-        Error(403, "permission_error", "refused"),
-        Error(404, "not_found_error", "refused"),
-        Error(413, "request_too_large", "refused"),
+        prompt_too_long(),
         Error(422, "invalid_request_error", "refused"),
     ],
-    ids=lambda error: str(error.status),
+    ids=lambda error: f"{error.status}-{error.message[:10]}",
 )
 def test_permanent_errors_are_not_retried(
     fake_server: FakeAnthropicServer,
@@ -223,7 +233,102 @@ def test_permanent_errors_are_not_retried(
     assert raised.value.error_type == refusal.type
     assert raised.value.exit_code == EXIT_FAILED
     assert not isinstance(raised.value, TransientError)
+    assert not isinstance(raised.value, UnusableLLMError)  # about this request only
     assert [event["event"] for event in events] == ["llm.failed"]
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        (invalid_key(), "authentication", "llm.api_key_file"),
+        (permission_denied(), "permission", "permissions"),
+        (model_not_found("claude-haiku-5-5"), "model_not_found", "llm.model"),
+        (credit_too_low(), "billing", "credits"),
+        (request_too_large(), "request_too_large", "lower llm.chunk_tokens"),
+    ],
+    ids=lambda case: case[1],
+)
+def test_account_key_model_and_endpoint_errors_are_unusable_with_what_to_fix(
+    fake_server: FakeAnthropicServer,
+    make_client: ClientFactory,
+    make_request: RequestFactory,
+    waits: list[float],
+    case: tuple[Error, str, str],
+) -> None:
+    refusal, kind, remedy = case
+    fake_server.enqueue(refusal, ToolUse({"facts": []}))
+
+    with capture_logs() as events, pytest.raises(UnusableLLMError) as raised:
+        make_client().call_tool(make_request())
+
+    error = raised.value
+    assert len(fake_server.message_requests) == 1  # never retried
+    assert waits == []
+    assert isinstance(error, PermanentLLMError)
+    assert error.exit_code == EXIT_CONFIG
+    assert (error.kind, error.status_code, error.error_type) == (kind, refusal.status, refusal.type)
+    assert error.api_message == refusal.message  # the server's own words
+    assert error.endpoint == fake_server.base_url
+    assert error.model == "claude-haiku-5-5"
+    assert error.request_id is not None and error.request_id.startswith("req_")
+    assert remedy in error.remedy
+    for part in (fake_server.base_url, refusal.message, error.request_id, error.remedy):
+        assert part in str(error)
+    (failed,) = [event for event in events if event["event"] == "llm.failed"]
+    assert (failed["unusable"], failed["endpoint"]) == (kind, fake_server.base_url)
+    assert error.problem() == {
+        "kind": kind,
+        "remedy": error.remedy,
+        "endpoint": fake_server.base_url,
+        "model": "claude-haiku-5-5",
+        "status": refusal.status,
+        "error_type": refusal.type,
+        "message": refusal.message,
+        "request_id": error.request_id,
+    }
+
+
+def test_a_404_for_one_batch_is_not_about_the_model(
+    fake_server: FakeAnthropicServer, make_client: ClientFactory
+) -> None:
+    with pytest.raises(PermanentLLMError) as raised:
+        make_client().batch_status("msgbatch_gone")
+
+    assert raised.value.status_code == 404
+    assert not isinstance(raised.value, UnusableLLMError)
+    assert fake_server.base_url in str(raised.value)
+
+
+def test_a_model_the_server_does_not_know_gets_the_real_404(
+    make_request: RequestFactory,
+) -> None:
+    with (
+        FakeAnthropicServer([ToolUse({"facts": []})], models={"claude-haiku-5-5"}) as server,
+        AnthropicClient(api_key=TEST_KEY, base_url=server.base_url) as client,
+    ):
+        with pytest.raises(UnusableLLMError) as raised:
+            client.call_tool(make_request(model="claude-retired-1"))
+        assert raised.value.api_message == "model: claude-retired-1"
+        assert client.call_tool(make_request()).tool_input == {"facts": []}
+
+
+def test_the_probe_is_the_cheapest_real_request(
+    fake_server: FakeAnthropicServer, make_client: ClientFactory
+) -> None:
+    fake_server.enqueue(Text("p"), invalid_key())
+    client = make_client()
+
+    request_id = client.probe("claude-haiku-5-5")
+    with pytest.raises(UnusableLLMError, match="invalid x-api-key"):
+        client.probe("claude-haiku-5-5")
+
+    probe = fake_server.message_requests[0].body
+    assert probe == {
+        "model": "claude-haiku-5-5",
+        "max_tokens": 1,
+        "messages": [{"role": "user", "content": "ping"}],
+    }
+    assert request_id is not None
 
 
 @pytest.mark.parametrize(
@@ -312,11 +417,14 @@ def test_an_unreachable_endpoint_is_a_transient_error(make_request: RequestFacto
             max_attempts=3,
             sleep=waits.append,
         ) as client,
-        pytest.raises(TransientLLMError),
+        pytest.raises(TransientLLMError) as raised,
     ):
         client.call_tool(make_request())
 
     assert len(waits) == 2
+    # The operator learns where memoryd tried to go, not only that it could not.
+    assert f"to http://127.0.0.1:{port} failed" in str(raised.value)
+    assert raised.value.endpoint == f"http://127.0.0.1:{port}"
 
 
 def test_the_key_and_endpoint_passed_win_over_the_environment(
