@@ -5,7 +5,7 @@ read and handed down. The commands themselves are in `memoryd.cli.commands`, imp
 arguments are parsed (so `--version` and `--help` import nothing else), and each imports the job
 it runs only when it runs, so `memoryd status` starts light too. Exit
 codes: 0 done, 1 failed, 2 usage, 75 stopped early for a transient reason, 78 configuration
-error.
+error (the LLM's account, key, model or endpoint included).
 """
 
 from __future__ import annotations
@@ -45,7 +45,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--log-level", choices=LOG_LEVELS, default="info", type=str.lower)
     subcommands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     subcommands.add_parser("init", help="create the store skeleton (git init if needed)")
-    subcommands.add_parser("check", help="validate the configuration and environment")
+    check = subcommands.add_parser("check", help="validate the configuration and environment")
+    check.add_argument(
+        "--online",
+        action="store_true",
+        help="also prove the API key, endpoint and model(s) with one tiny real request each",
+    )
     heartbeat = subcommands.add_parser("heartbeat", help="one heartbeat now, then exit")
     heartbeat.add_argument("--dry-run", action="store_true", help="report, change nothing")
     rewrite = subcommands.add_parser("rewrite", help="the weekly rewrite now, then exit")

@@ -6,8 +6,10 @@ a command pays only for what it uses (the `anthropic` SDK, for one, only when a 
 model). Exit codes of `rewrite`: 0 when its work is done, including when the deterministic
 template stood in for an unreachable LLM (the summaries were written, the commit message and
 `rewrite.finished` say so, and the next run asks the LLM again), 75 when another memoryd holds
-the lock or a pending batch's status could not be fetched, 1 when the LLM refused the requests
-for good. `explain` exits 2 for an unknown fact id or ref.
+the lock or a pending batch's status could not be fetched, 1 when the LLM refused a request for
+good, 78 when the account, key, model or endpoint cannot be used (the template stood in; only the
+operator can fix it, as for a configuration error). `heartbeat` exits 78 for the same reason
+(`HeartbeatReport.exit_code`). `explain` exits 2 for an unknown fact id or ref.
 """
 
 from __future__ import annotations
@@ -39,19 +41,68 @@ Command = Callable[[argparse.Namespace, LoadedConfig, Mapping[str, str], TextIO]
 
 
 def cmd_check(
-    _args: argparse.Namespace, config: LoadedConfig, environ: Mapping[str, str], out: TextIO
+    args: argparse.Namespace, config: LoadedConfig, environ: Mapping[str, str], out: TextIO
 ) -> int:
+    """Check the configuration and what it points at; exit 78 on any problem. Nothing is
+    contacted unless `--online`, which proves the key, the endpoint and each model with the
+    cheapest real request (see `_online_problems`)."""
     report = check_environment(config.settings, environ)
     report.problems.extend(_store_problems(config, environ))
     report.problems.extend(_prompt_problems())
+    if args.online:
+        report.problems.extend(_online_problems(config, environ, out))
     _print_report(report, config, out)
     log.info(
         "check.finished",
         path=str(config.path),
         problems=len(report.problems),
         warnings=len(report.warnings),
+        online=args.online,
     )
     return EXIT_OK if report.ok else EXIT_CONFIG
+
+
+def _online_problems(config: LoadedConfig, environ: Mapping[str, str], out: TextIO) -> list[str]:
+    """Prove the API key, the endpoint and `llm.model` (and `llm.rewrite_model` when it differs)
+    with one real request each, through the adapter the jobs use: a one-token answer to a
+    one-word prompt. Print each model that answered; return the problems, each with the
+    server's own message. A problem with the key, the account or the endpoint is not asked
+    again for the second model."""
+    from memoryd.jobs.parts import llm_client_for  # noqa: PLC0415
+    from memoryd.llm.base import LLMError, UnusableLLMError  # noqa: PLC0415
+    from memoryd.settings import find_api_key  # noqa: PLC0415
+
+    settings = config.settings
+    if settings.llm.provider == "markers":
+        print('online: llm.provider is "markers": there is no endpoint to contact', file=out)
+        return []
+    if find_api_key(settings, environ)[0] is None:
+        print("online: not tried: no API key (see the error below)", file=out)
+        return []
+    models = {"llm.model": settings.llm.model}
+    if settings.llm.rewrite_model != settings.llm.model:
+        models["llm.rewrite_model"] = settings.llm.rewrite_model
+    problems: list[str] = []
+    with llm_client_for(settings, Environment.live(environ)) as client:
+        assert client is not None  # noqa: S101 - the markers provider returned above
+        for key, model in models.items():
+            try:
+                request_id = client.probe(model)
+            except LLMError as error:
+                model_problem = isinstance(error, UnusableLLMError) and error.kind in (
+                    "model_not_found",
+                    "permission",
+                )
+                problems.append(f"At '{key if model_problem else 'llm'}': online: {error}")
+                if not model_problem:
+                    break  # the key, the account or the endpoint: the next model says the same
+                continue
+            print(
+                f"online: {client.endpoint} answered for {key} {model}: OK "
+                f"(request {request_id or 'without an id'})",
+                file=out,
+            )
+    return problems
 
 
 def _print_report(report: CheckReport, config: LoadedConfig, out: TextIO) -> None:

@@ -46,11 +46,20 @@ def rewrite_trigger(schedule: ScheduleSettings) -> CronTrigger:
 
 
 def status_line(report: HeartbeatReport, at: datetime) -> str:
-    """The heartbeat's summary for `systemctl status` (one line)."""
+    """The heartbeat's summary for `systemctl status` (one line). While the LLM is unusable
+    (a refused key, a retired model, no credit, ...) it says so and what to fix instead."""
+    when = f"{at.astimezone(UTC):%Y-%m-%d %H:%M}Z"
+    problem = report.unusable
+    if problem is not None:
+        status = f"HTTP {problem.status_code} " if problem.status_code else ""
+        return (
+            f"LLM UNUSABLE ({problem.kind}, {status}{problem.endpoint or 'endpoint unknown'}, "
+            f"model {problem.model}) at the heartbeat of {when}: {problem.remedy}"
+        )
     c = report.counters
     commit = report.commit[:12] if report.commit else "none"
     return (
-        f"last heartbeat {at.astimezone(UTC):%Y-%m-%d %H:%M}Z {report.outcome}: "
+        f"last heartbeat {when} {report.outcome}: "
         f"+{c.facts_added} facts, {c.entities_created} entities, {report.chunks_extracted} "
         f"chunks sent, {report.chunks_failed} failed, ${report.cost_usd:.4f}, commit {commit}"
     )

@@ -3,7 +3,9 @@
 Reported: the last heartbeat (time, outcome, commit and counters), runs that started and never
 finished, the next runs (computed from the schedule and the last run: `status` does not talk to
 the daemon), each source's lag in bytes not read yet, quarantined chunks, pending entities, spend
-today (UTC day) against `budget.daily_usd`, and the last rewrite.
+today (UTC day) against `budget.daily_usd`, the last rewrite, and `llm_unusable`: the LLM's
+run-level problem (a refused key, a retired model, no credit, ...) with what to fix, from the run
+that met it until a call succeeds again.
 
 Status is read-only and never waits: it never takes the single-writer lock (it only reads the pid
 its holder wrote), it opens the state database with a tiny busy timeout (WAL readers are not
@@ -26,11 +28,14 @@ from memoryd.jobs.sources import build_sources
 from memoryd.settings import Settings, state_directory
 from memoryd.sources.cursor import FileCursor
 from memoryd.state.facade import DATABASE_FILE_NAME, State
+from memoryd.state.meta import unusable_llm
 from memoryd.state.runs import RunRecord
 
 # Enough to ride out a WAL checkpoint; far below anything a person would call waiting.
 STATUS_BUSY_TIMEOUT_MS = 200
 _ERROR_CHARS = 300
+# Problems with one model rather than the key, the account or the endpoint.
+_MODEL_KINDS = frozenset({"model_not_found", "request_too_large", "invalid_answers"})
 
 
 def collect_status(settings: Settings, env: Environment) -> dict[str, Any]:
@@ -55,6 +60,7 @@ def collect_status(settings: Settings, env: Environment) -> dict[str, Any]:
         }
         last = state.runs.last("heartbeat")
         report["last_heartbeat"] = None if last is None else _run(last)
+        report["llm_unusable"] = _current_problem(unusable_llm(state.meta), settings)
         # A run with no end is running now or was killed; one older than its job's last finished
         # run was killed and has been superseded, so it is history, not status.
         report["unfinished_runs"] = [
@@ -102,9 +108,24 @@ def collect_status(settings: Settings, env: Environment) -> dict[str, Any]:
     return report
 
 
+def _current_problem(problem: dict[str, Any] | None, settings: Settings) -> dict[str, Any] | None:
+    """The recorded LLM problem, unless the configuration has moved on from it since: a problem
+    with a model neither `llm.model` nor `llm.rewrite_model` names any more (the operator's fix
+    for a retired model), or any problem once the provider is `markers`."""
+    if problem is None or settings.llm.provider == "markers":
+        return None
+    if problem.get("kind") in _MODEL_KINDS and problem.get("model") not in (
+        settings.llm.model,
+        settings.llm.rewrite_model,
+    ):
+        return None
+    return problem
+
+
 def _empty_state(settings: Settings, now: datetime) -> dict[str, Any]:
     return {
         "last_heartbeat": None,
+        "llm_unusable": None,
         "unfinished_runs": [],
         "next_runs": _next_runs(settings, now, None, None),
         "quarantined": [],
@@ -206,6 +227,7 @@ def render_status(report: dict[str, Any]) -> str:
             f"{(last['commit'] or 'none')[:12]}, +{counters.get('facts_added', 0)} facts, "
             f"${float(counters.get('cost_usd') or 0):.4f}"
         )
+    lines.extend(_unusable_lines(report["llm_unusable"]))
     for run in report["unfinished_runs"]:
         lines.append(f"unfinished: {run['job']} {run['run_id']} since {run['started_at']}")
     nxt = report["next_runs"]
@@ -238,3 +260,26 @@ def render_status(report: dict[str, Any]) -> str:
     rewrite_info = report["last_rewrite"]
     lines.append(f"last rewrite: {rewrite_info['succeeded_at'] or 'never'}")
     return "\n".join(lines) + "\n"
+
+
+def _unusable_lines(problem: dict[str, Any] | None) -> list[str]:
+    """What the operator must fix before the LLM can be used again, and what the server said."""
+    if problem is None:
+        return []
+    said = " ".join(
+        str(part)
+        for part in (
+            f"HTTP {problem['status']}" if problem.get("status") else None,
+            problem.get("error_type"),
+        )
+        if part
+    )
+    message = problem.get("message") or ""
+    return [
+        f"LLM UNUSABLE since {problem.get('since')} ({problem.get('kind')}): "
+        f"{problem.get('remedy')}",
+        f"  endpoint {problem.get('endpoint') or 'unknown'}, model {problem.get('model')}"
+        + (f": {said}" if said else "")
+        + (f": {message}" if message else "")
+        + f" (last seen {problem.get('last_seen')})",
+    ]

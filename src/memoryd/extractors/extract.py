@@ -5,7 +5,10 @@ tool use: the stable prefix (system prompt and tool definition) is the same for 
 is cached, and the variable part carries the chunk's context and transcript inside delimiters
 derived from a fresh nonce the transcript does not contain. An answer that does not validate is
 asked for once more with the validation errors shown; a second invalid answer raises
-`InvalidAnswerError` and nothing of the chunk is written. `MarkersExtractor` needs no model.
+`InvalidAnswerError` and nothing of the chunk is written. A refusal (`stop_reason` "refusal") is
+about this content: it is not asked again, and its `InvalidAnswerError` says `about_content`, so
+the heartbeat never counts it as a sign that the model cannot do the task. `MarkersExtractor` needs
+no model.
 
 Validated answers are scrubbed of secrets before anyone files them: a model can echo what it saw.
 """
@@ -35,15 +38,32 @@ from memoryd.prompts import Prompt, load_prompt
 
 # How much of an invalid answer is kept in an error (for logs and the quarantine listing).
 RAW_ANSWER_LIMIT = 2000
+# The Messages API's stop reason when the model declines to answer on this content.
+REFUSAL = "refusal"
 
 
 class InvalidAnswerError(MemorydError):
-    """The model's answer broke the contract twice; the chunk fails and nothing is written."""
+    """The model's answer broke the contract twice (or refused the content once); the chunk
+    fails and nothing is written. `model` and `endpoint` say who answered, when known;
+    `about_content` is True when the fault is this content's alone (a refusal, or the markers
+    provider, which has no model to doubt)."""
 
-    def __init__(self, reason: str, raw_answer: str, usage: Usage) -> None:
+    def __init__(
+        self,
+        reason: str,
+        raw_answer: str,
+        usage: Usage,
+        *,
+        about_content: bool = False,
+        model: str | None = None,
+        endpoint: str | None = None,
+    ) -> None:
         self.reason = reason
         self.raw_answer = raw_answer[:RAW_ANSWER_LIMIT]
         self.usage = usage
+        self.about_content = about_content
+        self.model = model
+        self.endpoint = endpoint
         super().__init__(f"invalid record_memories answer: {reason}")
 
 
@@ -183,9 +203,11 @@ class LLMExtractor:
         correction = ""
         reason = ""
         raw = ""
+        endpoint: str | None = None
         for _attempt in (1, 2):
             result = self._client.call_tool(self.build_request(chunk, context, correction))
             usage = usage + result.usage
+            endpoint = result.endpoint
             answer, reason, raw = _validate(result)
             if answer is not None:
                 return Extraction(
@@ -193,12 +215,22 @@ class LLMExtractor:
                     usage=usage,
                     model=result.model,
                 )
+            if result.stop_reason == REFUSAL:
+                # Asking again to "follow the schema" does not change a refusal of the content.
+                raise InvalidAnswerError(
+                    "the model refused the content",
+                    raw,
+                    usage,
+                    about_content=True,
+                    model=self._model,
+                    endpoint=endpoint,
+                )
             correction = (
                 "Your previous answer could not be used: "
                 + reason
                 + "\nCall record_memories again with an input that follows its schema exactly."
             )
-        raise InvalidAnswerError(reason, raw, usage)
+        raise InvalidAnswerError(reason, raw, usage, model=self._model, endpoint=endpoint)
 
 
 def _validate(result: ToolResult) -> tuple[RecordMemories | None, str, str]:
@@ -231,5 +263,7 @@ class MarkersExtractor:
         try:
             answer = RecordMemories.model_validate(found.tool_input)
         except ValidationError as error:
-            raise InvalidAnswerError(str(error), repr(found.tool_input), Usage()) from None
+            raise InvalidAnswerError(
+                str(error), repr(found.tool_input), Usage(), about_content=True, model="markers"
+            ) from None
         return Extraction(answer=scrub_answer(answer, self._scrub), model="markers")

@@ -1,15 +1,22 @@
-"""What a heartbeat did: its report, its log line and its commit message."""
+"""What a heartbeat did: its report, its log line and its commit message.
+
+Outcomes and their exit codes (DESIGN §2): `ok` and `nothing-new` 0; `failed` 1 (a chunk failed
+for a reason of its own); `stopped` 75 (a transient reason: the LLM unreachable, the budget
+spent, a shutdown); `unusable` 78 (the account, key, model or endpoint cannot be used: only the
+operator can fix it, as a configuration error; `unusable` holds the problem).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from memoryd.errors import EXIT_FAILED, EXIT_OK, EXIT_TEMPFAIL
+from memoryd.errors import EXIT_CONFIG, EXIT_FAILED, EXIT_OK, EXIT_TEMPFAIL
 from memoryd.extractors.apply import ApplyCounters
+from memoryd.llm.base import UnusableLLMError
 from memoryd.llm.prices import Usage
 
-Outcome = Literal["ok", "nothing-new", "failed", "stopped"]
+Outcome = Literal["ok", "nothing-new", "failed", "stopped", "unusable"]
 
 
 @dataclass
@@ -30,9 +37,17 @@ class HeartbeatReport:
     foreign_commit: str | None = None
     stop_reason: str | None = None
     duration_ms: int = 0
+    unusable: UnusableLLMError | None = None
+
+    @property
+    def stopped_early(self) -> bool:
+        """Whether the heartbeat stopped before the end of its chunks (the rest waits)."""
+        return self.outcome in ("stopped", "unusable")
 
     @property
     def exit_code(self) -> int:
+        if self.outcome == "unusable":
+            return EXIT_CONFIG
         if self.outcome == "stopped":
             return EXIT_TEMPFAIL
         return EXIT_FAILED if self.outcome == "failed" else EXIT_OK

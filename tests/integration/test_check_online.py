@@ -1,0 +1,143 @@
+"""`memoryd check --online` as an operator runs it, a real process against the fake server: one
+one-token request each proves the key, the endpoint and the models, a problem is reported with
+the server's own words and exits 78, and without `--online` nothing is contacted."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from tests.fakes.fake_anthropic import FakeAnthropicServer, RecordedRequest, ToolUse
+from tests.integration.test_cli import json_lines, memoryd
+
+from memoryd.errors import EXIT_CONFIG, EXIT_OK
+
+pytestmark = pytest.mark.slow
+
+KEY = "sk-ant-test-cli-0000000000000000"
+MODEL = "claude-haiku-5-5"
+REWRITE_MODEL = "claude-sonnet-5-5"
+
+
+def answer(_request: RecordedRequest) -> ToolUse:
+    return ToolUse(
+        {
+            "facts": [
+                {
+                    "entity": {"name": "Jane Doe", "kind": "person"},
+                    "fact": "Joined Acme as CTO",
+                    "category": "milestone",
+                }
+            ],
+            "entities": [{"name": "Jane Doe", "kind": "person", "significant": True}],
+        }
+    )
+
+
+@pytest.fixture
+def server() -> Iterator[FakeAnthropicServer]:
+    with FakeAnthropicServer(handler=answer, api_key=KEY, models={MODEL, REWRITE_MODEL}) as fake:
+        yield fake
+
+
+def write_config(folder: Path, base_url: str, *, rewrite_model: str = REWRITE_MODEL) -> None:
+    (folder / "logs").mkdir(exist_ok=True)
+    (folder / "logs" / "a.jsonl").write_text(
+        json.dumps(
+            {
+                "role": "user",
+                "content": "Jane Doe joined Acme as CTO",
+                "timestamp": "2026-03-01T09:00:00Z",
+            }
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+    (folder / "memoryd.toml").write_text(
+        f"""
+[store]
+path = "store"
+[state]
+path = "state"
+[llm]
+provider = "anthropic"
+model = "{MODEL}"
+rewrite_model = "{rewrite_model}"
+base_url = "{base_url}"
+max_attempts = 1
+[budget]
+daily_usd = 0
+[backfill]
+since = "all"
+[[agents]]
+name = "ops"
+  [[agents.sources]]
+  format = "jsonl"
+  path = "logs"
+""",
+        encoding="utf-8",
+    )
+
+
+def run(folder: Path, *args: str, key: str = KEY) -> tuple[int, str, list[dict[str, object]]]:
+    result = memoryd("--log-format", "json", *args, cwd=folder, env={"ANTHROPIC_API_KEY": key})
+    return result.returncode, result.stdout, json_lines(result.stderr)
+
+
+def test_check_without_online_contacts_nothing(tmp_path: Path, server: FakeAnthropicServer) -> None:
+    write_config(tmp_path, server.base_url)
+    code, out, _logs = run(tmp_path, "check", key="sk-ant-revoked")
+    assert code == EXIT_OK, out
+    assert server.requests == []
+
+
+def test_check_online_proves_the_key_endpoint_and_both_models(
+    tmp_path: Path, server: FakeAnthropicServer
+) -> None:
+    write_config(tmp_path, server.base_url)
+    code, out, logs = run(tmp_path, "check", "--online")
+    assert code == EXIT_OK, out
+    sent = server.message_requests
+    assert [request.body["model"] for request in sent] == [MODEL, REWRITE_MODEL]
+    assert all(request.body["max_tokens"] == 1 and "tools" not in request.body for request in sent)
+    assert f"online: {server.base_url} answered for llm.model {MODEL}: OK" in out
+    assert f"answered for llm.rewrite_model {REWRITE_MODEL}: OK" in out
+    assert "configuration OK" in out
+    assert logs[-1]["online"] is True
+
+
+def test_check_online_reports_a_refused_key_once_with_the_servers_words(
+    tmp_path: Path, server: FakeAnthropicServer
+) -> None:
+    write_config(tmp_path, server.base_url)
+    code, out, logs = run(tmp_path, "check", "--online", key="sk-ant-revoked")
+    assert code == EXIT_CONFIG
+    assert len(server.message_requests) == 1  # the second model would say the same
+    assert f"error: At 'llm': online: messages.create to {server.base_url} failed" in out
+    assert "HTTP 401 authentication_error: invalid x-api-key" in out
+    assert "put a valid key" in out
+    assert "sk-ant-revoked" not in out + repr(logs)
+
+
+def test_check_online_names_the_model_the_endpoint_does_not_know(
+    tmp_path: Path, server: FakeAnthropicServer
+) -> None:
+    write_config(tmp_path, server.base_url, rewrite_model="claude-retired-1")
+    code, out, _logs = run(tmp_path, "check", "--online")
+    assert code == EXIT_CONFIG
+    assert f"answered for llm.model {MODEL}: OK" in out
+    assert "error: At 'llm.rewrite_model': online:" in out
+    assert "HTTP 404 not_found_error: model: claude-retired-1" in out
+
+
+def test_check_online_with_the_markers_provider_has_nothing_to_contact(tmp_path: Path) -> None:
+    write_config(tmp_path, "http://127.0.0.1:9")
+    config = tmp_path / "memoryd.toml"
+    config.write_text(
+        config.read_text(encoding="utf-8").replace('"anthropic"', '"markers"'), encoding="utf-8"
+    )
+    code, out, _logs = run(tmp_path, "check", "--online")
+    assert code == EXIT_OK, out
+    assert 'llm.provider is "markers": there is no endpoint to contact' in out
