@@ -59,6 +59,9 @@ class StoreSettings(_Frozen):
 
 class StateSettings(_Frozen):
     path: Path | None = None
+    # This host's name for its record in the store (.memoryd/hosts/<host>.json); default: the
+    # machine's host name. Set it where the host name is not stable (a container).
+    host: str | None = Field(default=None, min_length=1, max_length=64)
 
 
 class PriceSettings(_Frozen):

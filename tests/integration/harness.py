@@ -20,6 +20,7 @@ from memoryd.extractors.extract import Extractor, LLMExtractor, MarkersExtractor
 from memoryd.extractors.heartbeat import HeartbeatReport
 from memoryd.jobs.environment import Environment, open_state
 from memoryd.jobs.heartbeat import build_heartbeat
+from memoryd.jobs.reconcile import reconcile_state
 from memoryd.llm.anthropic_client import AnthropicClient
 from memoryd.redaction import redact
 from memoryd.settings import Settings, parse_settings
@@ -105,9 +106,22 @@ class Workspace:
             yield LLMExtractor(client, model=settings.llm.model, max_tokens=2000, scrub=scrub)
 
     def heartbeat(self, settings: Settings, base_url: str | None = None) -> HeartbeatReport:
+        """One heartbeat as `memoryd.jobs.heartbeat.run_heartbeat` runs it (the state database
+        reconciled with the store first), with this workspace's clock and extractor."""
         env = self.environment()
-        with open_state(settings, env) as state, self.extractor(settings, base_url) as extractor:
-            return build_heartbeat(settings, env, state, extractor).run()
+        with (
+            open_state(settings, env, discard_corrupt=True) as state,
+            self.extractor(settings, base_url) as extractor,
+        ):
+            heartbeat = build_heartbeat(settings, env, state, extractor)
+            reconcile_state(state, heartbeat.git, heartbeat.settings.host, env.clock())
+            return heartbeat.run()
+
+    def memories(self) -> dict[str, str]:
+        """The store's files without memoryd's own bookkeeping (`.memoryd/`)."""
+        return {
+            path: text for path, text in self.tree().items() if not path.startswith(".memoryd/")
+        }
 
     def git(self, *args: str) -> str:
         return subprocess.run(

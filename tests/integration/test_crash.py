@@ -172,7 +172,7 @@ def wait_for(condition: object, deadline: float = 30.0) -> None:
 
 def normalized_tree(workspace: Workspace) -> dict[str, str]:
     return {
-        path: text.replace(str(workspace.root), "WS") for path, text in workspace.tree().items()
+        path: text.replace(str(workspace.root), "WS") for path, text in workspace.memories().items()
     }
 
 

@@ -14,7 +14,7 @@ from tests.fakes.transcripts import SYNTHETIC_FORMATS, Said
 from tests.integration.harness import Workspace, turn
 from tests.shared_samples import SHARED_TRANSCRIPTS, requires_shared_transcripts
 
-from memoryd.errors import EXIT_FAILED, EXIT_OK, EXIT_TEMPFAIL
+from memoryd.errors import EXIT_CONFIG, EXIT_FAILED, EXIT_OK, EXIT_TEMPFAIL
 
 FAKE_KEY = "sk-ant-api03-" + "Zq9Xw8Vu7Ts6" * 7 + "abcdefghAA"
 
@@ -232,12 +232,12 @@ def test_an_invalid_answer_twice_fails_the_chunk_and_writes_nothing(ws: Workspac
         "a.jsonl", [turn("user", "remember: company Acme: Renewed", "2026-03-01T10:00:00Z")]
     )
     with FakeAnthropicServer([INVALID, INVALID]) as server:
-        before = ws.tree()
+        before = ws.memories()
         report = ws.heartbeat(ws.settings(), server.base_url)
         assert len(server.message_requests) == 2
     assert report.exit_code == EXIT_FAILED
     assert report.chunks_failed == 1
-    assert ws.tree() == before
+    assert ws.memories() == before
     assert len(ws.commits()) == 1
     # The cursor did not move: the same chunk is sent again next time, and succeeds.
     with FakeAnthropicServer(handler=marker_model) as server:
@@ -273,14 +273,16 @@ def test_a_chunk_failing_three_heartbeats_is_quarantined_and_reading_moves_on(
     assert ws.facts("life/areas/companies/acme")[0]["fact"] == "Renewed"
 
 
-def test_a_401_is_not_retried_and_exits_1(ws: Workspace) -> None:
+def test_a_401_is_not_retried_and_exits_78(ws: Workspace) -> None:
+    # A run-level error (see test_unusable_llm.py): the operator must fix the key.
     ws.write_log(
         "a.jsonl", [turn("user", "remember: company Acme: Renewed", "2026-03-01T10:00:00Z")]
     )
     with FakeAnthropicServer([Error(401, "authentication_error", "invalid x-api-key")]) as server:
         report = ws.heartbeat(ws.settings(), server.base_url)
         assert len(server.message_requests) == 1
-    assert report.exit_code == EXIT_FAILED
+    assert report.exit_code == EXIT_CONFIG
+    assert report.chunks_failed == 0
     assert len(ws.commits()) == 1
 
 
@@ -411,10 +413,10 @@ def test_a_backfill_equals_day_by_day_processing(tmp_path: Path) -> None:
             stepwise.heartbeat(stepwise.settings(), server.base_url)
     # The same store, byte for byte, but for the transcript's path in the provenance.
     normalized = {
-        path: text.replace(str(backfill.root), "WS") for path, text in backfill.tree().items()
+        path: text.replace(str(backfill.root), "WS") for path, text in backfill.memories().items()
     }
     assert normalized == {
-        path: text.replace(str(stepwise.root), "WS") for path, text in stepwise.tree().items()
+        path: text.replace(str(stepwise.root), "WS") for path, text in stepwise.memories().items()
     }
 
 

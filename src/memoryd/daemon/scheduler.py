@@ -11,8 +11,10 @@ and a second one for the watchdog ping (so a long heartbeat does not starve it):
   better than a skipped one. Listeners log missed runs (`job.missed`) and errors.
 
 systemd: `READY=1` once the scheduler runs (before the start-up heartbeat), `STATUS=` with the
-last heartbeat's summary, `WATCHDOG=1` from the watchdog job while no job is stuck past its
-deadline (the pings then stop and systemd restarts us), `STOPPING=1` on the way out.
+last heartbeat's summary (or, while the LLM cannot be used, the problem and what to fix; the
+heartbeat logs `llm.unusable` again at most once an hour meanwhile), `WATCHDOG=1` from the
+watchdog job while no job is stuck past its deadline (the pings then stop and systemd restarts
+us), `STOPPING=1` on the way out.
 
 Signals (through `memoryd.daemon.signals`, never in a handler): SIGTERM/SIGINT stop scheduling
 and ask the running job to stop at its next safe point; a job waiting on the LLM is abandoned

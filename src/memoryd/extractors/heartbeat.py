@@ -21,6 +21,14 @@ holds its files' cursors back, so the content after it waits; after `quarantine_
 heartbeats it is quarantined (kept whole in the database for `memoryd retry`) and reading moves
 on. A transient failure (the API unreachable, the budget spent) stops the heartbeat: what was
 applied so far is committed, and everything after it waits for the next heartbeat.
+
+A run-level failure (`UnusableLLMError`: the key refused, the model retired, no credit, the
+endpoint's size limit, or `INVALID_ANSWER_STREAK` invalid answers in a row, which show that the
+model itself cannot do the task) stops the heartbeat the same way, but counts against no chunk:
+invalid answers are held back until a valid one proves the model works (then they are the
+chunks' own failures, as they are when the heartbeat ends short of a streak), and a streak drops
+them. The problem is recorded in the state database for `status` until an answer disproves it,
+and logged as `llm.unusable` when it appears or changes and at most once an hour while it lasts.
 """
 
 from __future__ import annotations
@@ -29,9 +37,9 @@ import json
 import time as monotonic_time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 from zoneinfo import ZoneInfo
 
 from memoryd.budget import Budget
@@ -50,13 +58,20 @@ from memoryd.extractors.intake import (
     requeued_chunks,
 )
 from memoryd.extractors.pending import PendingOverlay
-from memoryd.extractors.recovery import HEARTBEAT_INTENT_KEY, finalize_heartbeat
+from memoryd.extractors.recovery import GENERATION_KEY, HEARTBEAT_INTENT_KEY, finalize_heartbeat
 from memoryd.extractors.report import HeartbeatReport, commit_message
-from memoryd.llm.base import PermanentLLMError, TransientLLMError, estimate_tokens
+from memoryd.llm.base import (
+    PermanentLLMError,
+    TransientLLMError,
+    UnusableLLMError,
+    estimate_tokens,
+)
 from memoryd.llm.prices import PriceTable, Usage
 from memoryd.logs import get_logger
 from memoryd.state.facade import State
+from memoryd.state.meta import clear_unusable_llm, note_unusable_llm, streak_checked_since
 from memoryd.store.git import GitStore
+from memoryd.store.hosts import HostRecord, merge_ranges, read_host_record, write_host_record
 from memoryd.store.index import INDEX_PATH, write_index
 from memoryd.store.skills import INDEX_FILE, agent_folder
 from memoryd.store.unit import RUN_TRAILER, UnitOfWork
@@ -68,6 +83,12 @@ __all__ = ["Heartbeat", "HeartbeatOptions", "HeartbeatReport", "Source"]
 SecretScanner = Callable[[str], list[str]]
 _MAX_REPLANS = 3
 JOURNAL_RETENTION = timedelta(days=14)
+# Invalid answers in a row (from different chunks) that show the model cannot do the task. While
+# a streak seen within STREAK_RECHECK_INTERVAL says so, one invalid answer confirms it (at most
+# two requests a heartbeat); after that a whole streak is needed again, so that a working model
+# stuck behind one bad chunk is noticed within the interval.
+INVALID_ANSWER_STREAK = 3
+STREAK_RECHECK_INTERVAL = timedelta(hours=1)
 
 
 @dataclass(frozen=True)
@@ -82,6 +103,7 @@ class HeartbeatOptions:
     daily_usd: float
     heartbeat_usd: float
     model: str
+    host: str = "localhost"  # the name of this host's record in the store
     quarantine_after: int = 3
 
 
@@ -92,6 +114,8 @@ class _Progress:
     done: list[str] = field(default_factory=list)  # chunk keys applied in this heartbeat
     held_files: set[str] = field(default_factory=set)  # files whose cursor must not advance
     answers: dict[str, RecordMemories] = field(default_factory=dict)
+    # Invalid answers not yet recorded as failures: (chunk, plan, error), oldest first.
+    held_back: list[tuple[Chunk, str, str]] = field(default_factory=list)
 
 
 class Heartbeat:
@@ -224,7 +248,7 @@ class Heartbeat:
                     continue
                 answer = self._answer(chunk, session, progress)
                 if answer is None:
-                    stopped = self.report.outcome == "stopped"
+                    stopped = self.report.stopped_early
                     continue
                 progress.answers[chunk.key] = answer
                 progress.done.append(chunk.key)
@@ -238,6 +262,7 @@ class Heartbeat:
                     min_mentions=self.settings.min_mentions,
                 )
             )
+        self._settle_invalid_answers(progress)
         session.facts.save_all()
         # The index lists entities (ref, name, bucket) with their summaries' gists; a heartbeat
         # changes it only by creating or moving entities (summaries are the rewrite's), so the
@@ -287,16 +312,8 @@ class Heartbeat:
         )
         try:
             extraction = self.extractor.extract(chunk, context)
-        except InvalidAnswerError as error:
-            self._charge(error.usage, None)
-            self._fail(chunk, plan, f"{error} | answer: {error.raw_answer}", progress)
-            return None
-        except TransientLLMError as error:
-            self._stop(f"llm: {error}")
-            progress.held_files.update(chunk.files)
-            return None
-        except PermanentLLMError as error:
-            self._fail(chunk, plan, str(error), progress)
+        except (InvalidAnswerError, TransientLLMError, PermanentLLMError) as error:
+            self._extraction_failed(chunk, plan, error, progress)
             return None
         with self.state.transaction():
             self.state.journal.record_answer(
@@ -308,7 +325,28 @@ class Heartbeat:
             )
             self._charge(extraction.usage, extraction.model)
         self.report.chunks_extracted += 1
+        self._settle_invalid_answers(progress)  # the model works: they were the chunks' own
+        self._answered(valid=True)
         return extraction.answer
+
+    def _extraction_failed(
+        self,
+        chunk: Chunk,
+        plan: str,
+        error: InvalidAnswerError | TransientLLMError | PermanentLLMError,
+        progress: _Progress,
+    ) -> None:
+        """No answer for this chunk: it fails (or is held back), or the heartbeat stops."""
+        if isinstance(error, InvalidAnswerError):
+            self._charge(error.usage, None)
+            self._invalid_answer(chunk, plan, error, progress)
+        elif isinstance(error, UnusableLLMError):
+            self._unusable(error, chunk, progress)
+        elif isinstance(error, TransientLLMError):
+            self._stop(f"llm: {error}")
+            progress.held_files.update(chunk.files)
+        else:
+            self._fail(chunk, plan, str(error), progress)  # about this request only
 
     def _charge(self, usage: Usage, model: str | None) -> None:
         cost = self.budget.charge(usage, model, job="heartbeat", run_id=self.run_id)
@@ -325,7 +363,7 @@ class Heartbeat:
             threshold=self.settings.quarantine_after,
         )
         self.report.chunks_failed += 1
-        if self.report.outcome != "stopped":
+        if not self.report.stopped_early:
             self.report.outcome = "failed"
         if record.quarantined:
             # Quarantined chunks are kept whole in the database; reading moves on past them.
@@ -346,13 +384,87 @@ class Heartbeat:
         )
         progress.held_files.update(chunk.files)
 
-    def _stop(self, reason: str) -> bool:
-        if self.report.outcome != "stopped":
-            self.report.outcome = "stopped"
+    def _stop(self, reason: str, outcome: Literal["stopped", "unusable"] = "stopped") -> bool:
+        if not self.report.stopped_early:
+            self.report.outcome = outcome
             self.report.stop_reason = reason
             if reason == "budget":
                 self.budget.log_exhausted_once()
         return True
+
+    # -- run-level LLM problems ---------------------------------------------------------------
+
+    def _invalid_answer(
+        self, chunk: Chunk, plan: str, error: InvalidAnswerError, progress: _Progress
+    ) -> None:
+        """The answer broke the tool contract. A refusal is about this content: the chunk fails
+        now. Any other invalid answer is held back (with its chunk's files) until it is known
+        whether the chunk or the model is at fault; a streak makes the model unusable."""
+        reason = f"{error} | answer: {error.raw_answer}"
+        self._answered(valid=False)
+        if error.about_content:
+            self._fail(chunk, plan, reason, progress)
+            return
+        progress.held_files.update(chunk.files)
+        progress.held_back.append((chunk, plan, reason))
+        threshold, whole_streak = self._streak_threshold(error.endpoint)
+        if len(progress.held_back) >= threshold:
+            unusable = UnusableLLMError.invalid_answers(
+                model=self.settings.model,
+                endpoint=error.endpoint,
+                count=len(progress.held_back),
+                reason=error.reason,
+            )
+            self._unusable(unusable, chunk, progress, streak_checked=whole_streak)
+
+    def _streak_threshold(self, endpoint: str | None) -> tuple[int, bool]:
+        """How many invalid answers in a row make the model unusable now, and whether that is a
+        whole streak (see INVALID_ANSWER_STREAK)."""
+        checked = streak_checked_since(
+            self.state.meta, model=self.settings.model, endpoint=endpoint
+        )
+        if checked is not None and self.clock() - checked < STREAK_RECHECK_INTERVAL:
+            return 1, False
+        return INVALID_ANSWER_STREAK, True
+
+    def _settle_invalid_answers(self, progress: _Progress) -> None:
+        """Record the held-back invalid answers as their chunks' failures: a valid answer
+        proved the model works, or the heartbeat ended short of a streak."""
+        held, progress.held_back = progress.held_back, []
+        for chunk, plan, reason in held:
+            self._fail(chunk, plan, reason, progress)
+
+    def _unusable(
+        self,
+        error: UnusableLLMError,
+        chunk: Chunk,
+        progress: _Progress,
+        *,
+        streak_checked: bool = False,
+    ) -> None:
+        """A run-level problem: stop at once, this chunk's cursor held and the rest deferred,
+        with no failure counted (the held-back ones are dropped); record it for `status` and
+        tell the operator what to fix (when new or changed, and at most once an hour)."""
+        progress.held_files.update(chunk.files)
+        progress.held_back.clear()
+        self._stop(f"llm unusable ({error.kind}): {error.remedy}", outcome="unusable")
+        self.report.unusable = error
+        problem = error.problem()
+        if note_unusable_llm(self.state.meta, problem, self.clock(), streak_checked=streak_checked):
+            log.error("llm.unusable", run_id=self.run_id, **problem)
+
+    def _answered(self, *, valid: bool) -> None:
+        """The model answered: forget a recorded problem that the answer disproves."""
+        cleared = clear_unusable_llm(self.state.meta, model=self.settings.model, valid_answer=valid)
+        if cleared is not None:
+            log.info(
+                "llm.recovered",
+                run_id=self.run_id,
+                kind=cleared.get("kind"),
+                endpoint=cleared.get("endpoint"),
+                model=cleared.get("model"),
+                since=cleared.get("since"),
+            )
 
     def _estimate_input(self, chunk: Chunk) -> int:
         # Transcript plus a fixed allowance for the prompt, tool schema and context.
@@ -364,6 +476,11 @@ class Heartbeat:
         self, uow: UnitOfWork, read: Intake, progress: _Progress, pending: PendingOverlay
     ) -> None:
         cursors = self._cursors_to_commit(read, progress)
+        # A source counts as seen once something of it was consumed (a first heartbeat that
+        # stopped before consuming anything leaves it to be read from the backfill window).
+        seen = sorted(source["key"] for source in cursors if source["cursors"])
+        ahead = self._ahead_to_commit(read, progress)
+        generation = self._record_progress(uow, cursors, seen, pending, ahead)
         plan = uow.plan()
         changes = pending.staged_changes()
         intent = {
@@ -372,7 +489,9 @@ class Heartbeat:
             "sources": cursors,
             "chunks": progress.done,
             "pending": changes,
-            "seen": sorted(k for k, v in read.new.items() if v),
+            "seen": seen,
+            "ahead": ahead,
+            "generation": generation,
         }
         with self.state.transaction():
             for key in progress.done:
@@ -395,6 +514,39 @@ class Heartbeat:
         if pruned:
             log.info("journal.pruned", chunks=pruned)
 
+    def _record_progress(
+        self,
+        uow: UnitOfWork,
+        cursors: list[dict[str, Any]],
+        seen: list[str],
+        pending: PendingOverlay,
+        ahead: dict[str, list[list[int]]],
+    ) -> int:
+        """Stage this host's record in the store (`memoryd.store.hosts`) as it stands after this
+        heartbeat, so the commit that files memories also records what they came from; return
+        its generation (raised only when the record changes)."""
+        host = self.settings.host
+        old = read_host_record(uow, host) or HostRecord(host)
+        sources = dict(old.sources)  # a source no longer configured keeps its cursors
+        for source in cursors:
+            sources[(source["agent"], source["key"])] = dict(source["cursors"])
+        record = HostRecord(
+            host=host,
+            generation=old.generation,
+            sources={source: files for source, files in sources.items() if files},
+            seen=old.seen | set(seen),
+            pending=tuple(pending.entries_after()),
+            ahead={path: tuple((a, b) for a, b in ranges) for path, ranges in ahead.items()},
+        )
+        if record.same_content(old):
+            return old.generation  # nothing new (no record yet, and nothing to record)
+        record = replace(record, generation=max(old.generation, self._state_generation()) + 1)
+        write_host_record(uow, record)
+        return record.generation
+
+    def _state_generation(self) -> int:
+        return int(self.state.meta.get(GENERATION_KEY) or 0)
+
     def _cursors_to_commit(self, read: Intake, progress: _Progress) -> list[dict[str, Any]]:
         result: list[dict[str, Any]] = []
         for source in self.sources:
@@ -411,6 +563,32 @@ class Heartbeat:
                     merged.pop(path, None)  # never committed: read it from the start next time
             result.append({"agent": source.agent, "key": key, "cursors": merged})
         return result
+
+    def _ahead_to_commit(self, read: Intake, progress: _Progress) -> dict[str, list[list[int]]]:
+        """Per file whose cursor stays held back, the line ranges filed beyond it: those of
+        earlier heartbeats, and the turns of this heartbeat's applied chunks. A file whose
+        cursor advanced needs none (everything before the new cursor is consumed)."""
+        advanced = {
+            path
+            for cursors in read.new.values()
+            for path in cursors
+            if path not in progress.held_files
+        }
+        done = set(progress.done)
+        applied = [chunk for chunk in read.chunks if chunk.key in done]
+        ahead: dict[str, list[list[int]]] = {}
+        for path in sorted((set(read.ahead) - advanced) | progress.held_files):
+            ranges = list(read.ahead.get(path, ()))
+            if path in progress.held_files:
+                ranges += [
+                    turn.provenance.lines
+                    for chunk in applied
+                    for turn in chunk.turns
+                    if turn.provenance.file == path and turn.provenance.lines[0] > 0
+                ]
+            if merged := merge_ranges(ranges):
+                ahead[path] = [list(line_range) for line_range in merged]
+        return ahead
 
     def _trailers(self) -> dict[str, str]:
         agents = sorted({source.agent for source in self.sources})

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
@@ -21,6 +21,7 @@ from memoryd.sources.cursor import CursorError, FileCursor
 from memoryd.sources.model import Conversation
 from memoryd.sources.reader import SourceReader
 from memoryd.state.facade import State
+from memoryd.store.hosts import LineRange, covered, merge_ranges
 
 log = get_logger(__name__)
 
@@ -36,6 +37,10 @@ class Source:
     reader: SourceReader
 
 
+# The line ranges already filed beyond a held-back cursor, per file (`memoryd.store.hosts`).
+AHEAD_KEY = "source.ahead"
+
+
 @dataclass
 class Intake:
     """What reading all sources gave: chunks, and the cursors to commit per source."""
@@ -44,6 +49,14 @@ class Intake:
     old: dict[str, dict[str, str]]  # source key -> path -> cursor JSON, as committed
     new: dict[str, dict[str, str]]  # source key -> path -> cursor JSON, after this read
     sources_by_file: dict[str, str]  # file path -> source key
+    # path -> line ranges filed beyond its held-back cursor by earlier heartbeats (skipped here)
+    ahead: dict[str, tuple[LineRange, ...]] = field(default_factory=dict)
+
+
+def stored_ahead(state: State) -> dict[str, tuple[LineRange, ...]]:
+    """The line ranges already filed beyond held-back cursors, as the state database has them."""
+    raw = state.meta.get_json(AHEAD_KEY) or {}
+    return {path: merge_ranges([(a, b) for a, b in ranges]) for path, ranges in raw.items()}
 
 
 def read_sources(
@@ -57,7 +70,7 @@ def read_sources(
     now: datetime,
     index_mentions: bool,
 ) -> Intake:
-    intake = Intake([], {}, {}, {})
+    intake = Intake([], {}, {}, {}, stored_ahead(state))
     since = now - backfill if backfill else None
     for source in sources:
         stored = state.cursors.for_source(source.agent, source.key)
@@ -67,7 +80,7 @@ def read_sources(
         intake.old[source.key] = dict(stored)
         intake.new[source.key] = {path: c.to_json() for path, c in result.cursors.items()}
         for conversation in result.conversations:
-            cleaned = clean(conversation)
+            cleaned = clean(_not_yet_filed(conversation, intake.ahead))
             if cleaned is None:
                 continue
             for turn in cleaned.turns:
@@ -78,6 +91,25 @@ def read_sources(
         if result.more:
             log.info("source.more_to_read", source=source.key, agent=source.agent)
     return intake
+
+
+def _not_yet_filed(
+    conversation: Conversation, ahead: dict[str, tuple[LineRange, ...]]
+) -> Conversation:
+    """The conversation without the turns an earlier heartbeat already filed beyond its file's
+    held-back cursor (read again because an earlier part of the file was held)."""
+    if not ahead:
+        return conversation
+    turns = tuple(
+        turn
+        for turn in conversation.turns
+        if not covered(ahead.get(turn.provenance.file, ()), turn.provenance.lines)
+    )
+    return (
+        conversation
+        if len(turns) == len(conversation.turns)
+        else replace(conversation, turns=turns)
+    )
 
 
 def _decode_cursors(source: Source, stored: dict[str, str]) -> dict[str, FileCursor]:

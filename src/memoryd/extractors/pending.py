@@ -17,6 +17,7 @@ from typing import Any
 
 from memoryd.extractors.apply import PendingRecord
 from memoryd.state.pending import PendingTable
+from memoryd.store.hosts import PendingEntry
 from memoryd.store.text import normalize_statement
 
 
@@ -71,6 +72,34 @@ class PendingOverlay:
                 kept.append(record)
         self.added = kept
         return sorted(taken, key=lambda record: record.conversation_date)
+
+    def entries_after(self) -> list[PendingEntry]:
+        """Every pending fact as it will be once this heartbeat's changes are written: the
+        table's, less those taken, plus those added (for the host's record in the store)."""
+        kept = [
+            PendingEntry(
+                kind=item.kind,
+                key=item.entity_key,
+                conversation_date=item.conversation_date,
+                entity_name=item.entity_name,
+                fact=json.loads(item.fact_json),
+                source=json.loads(item.source_json),
+            )
+            for item in self.table.all()
+            if item.id not in self.taken_ids
+        ]
+        added = [
+            PendingEntry(
+                kind=r.kind,
+                key=r.key,
+                conversation_date=r.conversation_date,
+                entity_name=r.entity_name,
+                fact=r.fact,
+                source=r.source,
+            )
+            for r in self.added
+        ]
+        return kept + added
 
     def staged_changes(self) -> dict[str, Any]:
         """The staged changes as JSON-able data (kept in the commit intent for recovery)."""

@@ -20,6 +20,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from memoryd.extractors.intake import AHEAD_KEY
 from memoryd.extractors.pending import write_pending_changes
 from memoryd.logs import get_logger
 from memoryd.state.facade import State
@@ -29,6 +30,9 @@ from memoryd.store.unit import RUN_TRAILER, undo_own_writes
 log = get_logger(__name__)
 
 HEARTBEAT_INTENT_KEY = "heartbeat.intent"
+# The generation of this host's record in the store (`memoryd.store.hosts`) that the state
+# database mirrors; `memoryd.jobs.reconcile` compares the two before every job.
+GENERATION_KEY = "store.generation"
 
 
 def finalize_heartbeat(
@@ -41,12 +45,16 @@ def finalize_heartbeat(
             state.cursors.replace_source(source["agent"], source["key"], source["cursors"])
         for key in intent.get("seen", []):
             state.meta.set(f"source.seen:{key}", at.isoformat())
+        if "ahead" in intent:
+            state.meta.set_json(AHEAD_KEY, intent["ahead"])
         chunks = list(intent["chunks"])
         if chunks:
             state.journal.mark_committed(chunks, commit_sha=commit, at=at)
             for key in chunks:
                 state.failures.clear(key)
         write_pending_changes(state.pending, intent["pending"])
+        if commit is not None and intent.get("generation") is not None:
+            state.meta.set(GENERATION_KEY, str(intent["generation"]))
         state.meta.delete(HEARTBEAT_INTENT_KEY)
 
 

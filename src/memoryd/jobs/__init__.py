@@ -10,6 +10,7 @@ the clock become those collaborators:
 - `parts`: the git store and its check before a job, the cleaner, the secret scanner and the
   LLM client, built from the settings (the `anthropic` SDK is imported only for a client);
 - `recovery`: finishing what a killed job of either kind left half-done, in one order;
+- `reconcile`: the state database checked against the store (its cache) and rebuilt from it;
 - `hooks`: what runs around a writing job (pull before, push and `index.commands` after);
 - `heartbeat`, `rewrite`: one function per job, which the command line and the daemon call.
 """

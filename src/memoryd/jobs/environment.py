@@ -6,13 +6,19 @@ daemon holds no database open between jobs. Light on purpose: `status` starts fr
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 
+from memoryd.logs import get_logger
 from memoryd.settings import Settings, state_directory
+from memoryd.state.errors import StateCorruptError
 from memoryd.state.facade import DATABASE_FILE_NAME, State
+
+log = get_logger(__name__)
 
 Clock = Callable[[], datetime]
 
@@ -23,23 +29,55 @@ LOCK_WAIT_SECONDS = 10.0
 
 @dataclass(frozen=True)
 class Environment:
-    """What the entry point read from the outside world, handed down explicitly."""
+    """What the entry point read from the outside world, handed down explicitly. `machine` is
+    the machine's host name (`state.host` overrides it: `host_name`)."""
 
     environ: Mapping[str, str]
     clock: Clock
+    machine: str = "localhost"
 
     @classmethod
     def live(cls, environ: Mapping[str, str]) -> Environment:
-        """The real world, for the entry points: this environment and the wall clock (UTC)."""
-        return cls(environ=environ, clock=lambda: datetime.now(UTC))
+        """The real world, for the entry points: this environment, the wall clock (UTC) and the
+        machine's host name."""
+        return cls(environ=environ, clock=lambda: datetime.now(UTC), machine=socket.gethostname())
+
+
+def host_name(settings: Settings, env: Environment) -> str:
+    """This host's name for its record in the store: `state.host`, else the machine's name."""
+    return settings.state.host or env.machine or "localhost"
 
 
 @contextmanager
-def open_state(settings: Settings, env: Environment) -> Iterator[State]:
+def open_state(
+    settings: Settings, env: Environment, *, discard_corrupt: bool = False
+) -> Iterator[State]:
+    """Open the state database. With `discard_corrupt` (a job about to reconcile it with the
+    store), a file that is not a usable state database is moved aside, logged
+    (`state.discarded`), and a new one started: the store is the truth and rebuilds it."""
     directory = state_directory(settings, env.environ)
     directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-    state = State.open(directory / DATABASE_FILE_NAME)
+    path = directory / DATABASE_FILE_NAME
+    try:
+        state = State.open(path)
+    except StateCorruptError as error:
+        if not discard_corrupt:
+            raise
+        aside = _move_aside(path, env.clock())
+        log.warning("state.discarded", path=str(path), moved_to=str(aside), reason=error.reason)
+        state = State.open(path)
     try:
         yield state
     finally:
         state.close()
+
+
+def _move_aside(path: Path, now: datetime) -> Path:
+    """Rename the database (and its WAL files) to `<name>.corrupt-<UTC time>`; return the name."""
+    stamp = now.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
+    aside = path.with_name(f"{path.name}.corrupt-{stamp}")
+    for suffix in ("", "-wal", "-shm"):
+        source = path.with_name(path.name + suffix)
+        if source.exists():
+            source.rename(aside.with_name(aside.name + suffix))
+    return aside

@@ -1,8 +1,9 @@
 """The heartbeat job: one heartbeat over freshly opened real parts, and its dry run.
 
 The caller (the `heartbeat` command, the daemon) holds the single-writer lock. In order:
-pull (with `git.push`), open the state database and the extractor, check the store, finish
-whatever a killed job left half-done, run the heartbeat, close everything, then push and run
+pull (with `git.push`), open the state database and the extractor, check the store, bring the
+state database in step with the store and finish whatever a killed job left half-done
+(`memoryd.jobs.reconcile`), run the heartbeat, close everything, then push and run
 `index.commands` (`memoryd.jobs.hooks`: neither can fail the heartbeat).
 """
 
@@ -14,7 +15,7 @@ from contextlib import AbstractContextManager, contextmanager
 from memoryd.extractors.extract import Extractor, MarkersExtractor, WatchedExtractor
 from memoryd.extractors.heartbeat import Heartbeat, HeartbeatOptions, HeartbeatReport
 from memoryd.jobs import hooks
-from memoryd.jobs.environment import Environment, open_state
+from memoryd.jobs.environment import Environment, host_name, open_state
 from memoryd.jobs.parts import (
     extractor_for,
     git_store,
@@ -23,13 +24,13 @@ from memoryd.jobs.parts import (
     make_scrubber,
     prepare_store,
 )
-from memoryd.jobs.recovery import finish_interrupted_jobs
+from memoryd.jobs.reconcile import reconcile_state
 from memoryd.jobs.sources import build_sources
 from memoryd.settings import Settings
 from memoryd.state.facade import State
 
 
-def heartbeat_options(settings: Settings) -> HeartbeatOptions:
+def heartbeat_options(settings: Settings, host: str) -> HeartbeatOptions:
     return HeartbeatOptions(
         zone=settings.schedule.zone,
         chunk_tokens=settings.llm.chunk_tokens,
@@ -41,6 +42,7 @@ def heartbeat_options(settings: Settings) -> HeartbeatOptions:
         daily_usd=settings.budget.daily_usd,
         heartbeat_usd=settings.budget.heartbeat_usd,
         model=settings.llm.model,
+        host=host,
     )
 
 
@@ -58,7 +60,7 @@ def build_heartbeat(
     git = git_store(settings, env.clock)
     prepare_store(git, dry_run=dry_run)
     return Heartbeat(
-        settings=heartbeat_options(settings),
+        settings=heartbeat_options(settings, host_name(settings, env)),
         sources=build_sources(settings),
         state=state,
         git=git,
@@ -88,14 +90,17 @@ def run_heartbeat(
     """
     git = git_store(settings, env.clock)
     hooks.before_writing(settings, git)
-    with open_state(settings, env) as state, extractor_for(settings, env) as extractor:
+    with (
+        open_state(settings, env, discard_corrupt=True) as state,
+        extractor_for(settings, env) as extractor,
+    ):
         watched = extractor if watch_calls is None else WatchedExtractor(extractor, watch_calls)
         if progress is not None:
             watched = WatchedExtractor(watched, lambda: _after(lambda: progress(heartbeat.report)))
         heartbeat = build_heartbeat(
             settings, env, state, watched, should_stop=should_stop, run_id=run_id
         )
-        finish_interrupted_jobs(state, heartbeat.git, env.clock())
+        reconcile_state(state, heartbeat.git, heartbeat.settings.host, env.clock())
         report = heartbeat.run()
     hooks.after_commit(settings, git, committed=bool(report.commit or report.foreign_commit))
     return report

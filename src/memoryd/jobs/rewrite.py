@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from memoryd.jobs import hooks
-from memoryd.jobs.environment import Environment, open_state
+from memoryd.jobs.environment import Environment, host_name, open_state
 from memoryd.jobs.parts import (
     git_store,
     llm_client_for,
@@ -24,7 +24,7 @@ from memoryd.jobs.parts import (
     make_scrubber,
     prepare_store,
 )
-from memoryd.jobs.recovery import finish_interrupted_jobs
+from memoryd.jobs.reconcile import reconcile_state
 from memoryd.llm.base import estimate_tokens
 from memoryd.prompts import check_prompts
 from memoryd.rewrite import consolidate
@@ -76,7 +76,7 @@ def build_rewrite(
     git = git_store(settings, env.clock)
     prepare_store(git, dry_run=dry_run)
     if not dry_run:
-        finish_interrupted_jobs(state, git, env.clock())
+        reconcile_state(state, git, host_name(settings, env), env.clock())
     return Rewrite(
         settings=rewrite_options(settings),
         state=state,
@@ -106,7 +106,10 @@ def run_rewrite(
             return RewriteReport(rewrite.run_id, outcome="dry-run", plan=plan)
     git = git_store(settings, env.clock)
     hooks.before_writing(settings, git)
-    with open_state(settings, env) as state, llm_client_for(settings, env) as client:
+    with (
+        open_state(settings, env, discard_corrupt=True) as state,
+        llm_client_for(settings, env) as client,
+    ):
         report = build_rewrite(settings, env, state, client, run_id=run_id).run()
     hooks.after_commit(settings, git, committed=report.commit is not None)
     return report

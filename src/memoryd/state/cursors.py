@@ -52,6 +52,13 @@ class Cursors:
             )
             self._upsert(agent, source_key, cursors)
 
+    def replace_all(self, sources: Mapping[tuple[str, str], Mapping[str, str]]) -> None:
+        """Make `sources` ((agent, source key) -> path -> cursor JSON) every cursor there is."""
+        with self._db.transaction():
+            self._db.execute("DELETE FROM cursors")
+            for (agent, source_key), cursors in sorted(sources.items()):
+                self._upsert(agent, source_key, cursors)
+
     def update(
         self,
         agent: str,

@@ -43,7 +43,9 @@ def _translate(error: sqlite3.Error, path: Path) -> StateError:
     message = str(error)
     if isinstance(error, sqlite3.OperationalError) and "locked" in message:
         return StateBusyError(f"{path}: the state database stayed locked ({message})")
-    if isinstance(error, sqlite3.DatabaseError) and "not a database" in message:
+    if isinstance(error, sqlite3.DatabaseError) and (
+        "not a database" in message or "malformed" in message
+    ):
         return StateCorruptError(path, message)
     return StateError(f"{path}: {message}")
 

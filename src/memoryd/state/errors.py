@@ -38,7 +38,10 @@ class StateCorruptError(StateError):
     def __init__(self, path: Path, reason: str) -> None:
         self.path = path
         self.reason = reason
-        super().__init__(f"{path}: {reason} (left untouched; move it away to start afresh)")
+        super().__init__(
+            f"{path}: {reason} (the next heartbeat or rewrite moves it aside and rebuilds the"
+            " state from the store)"
+        )
 
 
 class StateBusyError(StateError, TransientError):

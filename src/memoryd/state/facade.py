@@ -58,6 +58,26 @@ class State:
             meta=Meta(db),
         )
 
+    def forget_store(self) -> None:
+        """Forget everything learnt about a store (for a database found to belong to another
+        one): cursors, pending facts, journal, failures, rewrite tracking, runs and bookkeeping.
+        Kept: the usage ledger and the budget's notes (spend is the account's, whatever the
+        store) and the full-text index of conversation-days (it is about the transcripts)."""
+        with self.transaction():
+            for table in (
+                "cursors",
+                "pending_facts",
+                "chunks",
+                "chunk_failures",
+                "entity_rewrites",
+                "rewrite_batches",
+                "runs",
+            ):
+                self.db.execute(f"DELETE FROM {table}")  # noqa: S608 - fixed table names
+            for key in self.meta.names():
+                if not key.startswith("budget."):
+                    self.meta.delete(key)
+
     @contextmanager
     def transaction(self) -> Iterator[None]:
         with self.db.transaction():

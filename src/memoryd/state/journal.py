@@ -168,6 +168,28 @@ class Journal:
                     values=(commit_sha, instant_to_text(at)),
                 )
 
+    def committed_shas(self) -> list[str]:
+        """The distinct commits committed chunks are recorded in (none for a no-op chunk)."""
+        rows = self._db.query(
+            "SELECT DISTINCT commit_sha FROM chunks WHERE state = 'committed'"
+            " AND commit_sha IS NOT NULL ORDER BY commit_sha"
+        )
+        return [str(row["commit_sha"]) for row in rows]
+
+    def reopen_committed(self, commit_shas: Iterable[str]) -> int:
+        """Take the chunks committed in these commits back to `answered`; return how many.
+
+        The one backward move: for a store restored from a backup that lacks those commits, so
+        the chunks are filed again from their stored answers, without paying for them again.
+        """
+        cursor = self._db.execute(
+            "UPDATE chunks SET state = 'answered', applied_at = NULL, committed_at = NULL,"
+            " commit_sha = NULL WHERE state = 'committed'"
+            " AND commit_sha IN (SELECT value FROM json_each(?))",
+            (canonical_json(sorted(set(commit_shas))),),
+        )
+        return cursor.rowcount
+
     def discard(self, chunk_key: str) -> bool:
         """Forget a chunk in any state (e.g. one quarantined after its answer could not be
         applied). Return whether it was known."""

@@ -126,6 +126,10 @@ class PendingTable:
             for row in rows
         ]
 
+    def clear(self) -> int:
+        """Forget every pending fact (before they are rebuilt from the store); return how many."""
+        return self._db.execute("DELETE FROM pending_facts").rowcount
+
     def remove(self, fact_ids: Iterable[int]) -> int:
         """Delete filed facts by id; return how many were deleted."""
         cursor = self._db.execute(

@@ -177,6 +177,30 @@ class GitStore:
         with self._open() as session:
             return session.head()
 
+    def store_identity(self) -> str | None:
+        """What tells this store from any other: the first commit of its history and the store
+        folder's path in the work tree (clones of one store share it; another repository, or
+        another folder of the same one, does not). None on an unborn branch."""
+        with self._open() as session:
+            if session.head() is None:
+                return None
+            roots = session.run("rev-list", "--max-parents=0", "HEAD", optional_locks=False)
+            first = sorted(line for line in roots.split() if line)[0]
+            return f"{first}:{session.prefix}"
+
+    def is_ancestor(self, commit: str) -> bool:
+        """Whether `commit` is HEAD or in its history (False for an unknown commit)."""
+        with self._open() as session:
+            if session.head() is None:
+                return False
+            status, _out, _err = session.repo.git.execute(
+                ["git", "merge-base", "--is-ancestor", commit, "HEAD"],
+                with_extended_output=True,
+                with_exceptions=False,
+                kill_after_timeout=self._command_timeout,
+            )
+            return status == 0
+
     def status(self) -> StoreStatus:
         """Uncommitted changes under the store folder (ignored files are not listed)."""
         with self._open() as session:

@@ -14,6 +14,7 @@ Invariants:
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -33,6 +34,10 @@ from memoryd.store.unit import UnitOfWork
 log = structlog.get_logger(__name__)
 
 FORMAT_FILE = ".memoryd-format"
+# What tells this store from any other, written once by `init_store` and shared by every clone:
+# the state database is bound to it (`memoryd.jobs.reconcile`). A store from before it existed
+# is told apart by the first commit of its history instead.
+STORE_ID_FILE = ".memoryd/store-id"
 CURRENT_FORMAT = 1
 INIT_MESSAGE = "Create the memoryd store"
 
@@ -159,6 +164,15 @@ def open_store(root: Path, git: GitStore | None = None) -> StoreInfo:
     return StoreInfo(root, CURRENT_FORMAT, version, commit, swept)
 
 
+def store_identity(git: GitStore) -> str | None:
+    """The store's identity: its `.memoryd/store-id`, else (a store from before it) the first
+    commit of its history with the store folder's path; None for a store with no commit."""
+    text = UnitOfWork(git).read_text(STORE_ID_FILE)
+    if text is not None and text.strip():
+        return f"id:{text.strip()}"
+    return git.store_identity()
+
+
 def init_store(
     path: Path,
     tacit_file: str,
@@ -188,6 +202,8 @@ def init_store(
     wanted[f"{skills_dir}/README.md"] = SKILLS_README
     wanted[tacit_file] = TACIT_HEADER
     wanted[FORMAT_FILE] = f"{CURRENT_FORMAT}\n"
+    if not unit.exists(STORE_ID_FILE):
+        wanted[STORE_ID_FILE] = f"{uuid.uuid4().hex}\n"
     created = [relative for relative in sorted(wanted) if not unit.exists(relative)]
     for relative in created:
         unit.write_text(relative, wanted[relative])

@@ -13,6 +13,7 @@ from memoryd.store.git import GitIdentity, GitStore
 from memoryd.store.layout import (
     CURRENT_FORMAT,
     FORMAT_FILE,
+    STORE_ID_FILE,
     InitResult,
     init_store,
     open_store,
@@ -22,6 +23,7 @@ from memoryd.store.layout import (
 NOW = datetime(2026, 3, 4, 5, 6, 7, tzinfo=UTC)
 SKELETON = [
     ".memoryd-format",
+    ".memoryd/store-id",
     "MEMORY.md",
     "agents/README.md",
     "life/archives/README.md",
@@ -91,11 +93,18 @@ def test_init_again_changes_nothing_and_makes_no_commit(tmp_path: Path) -> None:
     assert "edited by the user" in (root / "MEMORY.md").read_text()
 
 
-def test_init_is_deterministic(tmp_path: Path) -> None:
+def test_init_is_deterministic_but_for_the_store_id(tmp_path: Path) -> None:
     init(tmp_path / "one")
     init(tmp_path / "two")
-    trees = [git(tmp_path / name, "rev-parse", "HEAD^{tree}") for name in ("one", "two")]
-    assert trees[0] == trees[1]
+
+    def listing(name: str) -> list[str]:
+        lines = git(tmp_path / name, "ls-tree", "-r", "HEAD").splitlines()
+        return [line for line in lines if not line.endswith("\t" + STORE_ID_FILE)]
+
+    assert listing("one") == listing("two")
+    ids = [(tmp_path / name / STORE_ID_FILE).read_text() for name in ("one", "two")]
+    assert ids[0] != ids[1]
+    assert all(len(text.strip()) == 32 for text in ids)
 
 
 def test_init_completes_a_first_run_killed_before_its_commit(tmp_path: Path) -> None:
