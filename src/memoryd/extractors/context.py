@@ -49,7 +49,14 @@ def build_context(
         for position, entity_facts in enumerate(per_entity):
             if budget > 0 and depth < len(entity_facts):
                 fact = entity_facts[depth]
-                shown[position].append(f"  {fact.id}: {fact.fact}")
+                # A fact true only from after this excerpt is marked, so that an older state of
+                # it in the excerpt is reported as such (memoryd files it already superseded).
+                later = (
+                    f" (true from {fact.timestamp.isoformat()}, after this excerpt)"
+                    if fact.timestamp > chunk.day
+                    else ""
+                )
+                shown[position].append(f"  {fact.id}{later}: {fact.fact}")
                 budget -= 1
         depth += 1
     blocks = []

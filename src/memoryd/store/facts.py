@@ -6,6 +6,9 @@ Invariants kept here:
   supersession only targets existing, active facts of the same entity: anything else (an unknown
   id, another entity's id, an already superseded fact, the new fact itself) is refused and
   reported back, never touching another entity;
+- supersession follows the facts' own dates: a fact that became true before one it names as
+  superseded (an old conversation filed late: a backfill, a chunk `memoryd retry` put back) does
+  not replace it; it is filed already superseded by it, so the newer truth stays the active one;
 - ids are `<slug>-NNN` (at least 3 digits); the next one is the highest so far plus one, so an id
   is never reused, and since slugs are unique store-wide, so are ids;
 - the same statement (compared with `normalize_statement`) is stored once per entity: adding it
@@ -144,7 +147,23 @@ class FactFile:
         )
         self._store(fact)
         self._by_statement[normalize_statement(text)] = fact.id
-        return AddOutcome(fact, added=True, supersession=self.supersede(draft.supersedes, fact.id))
+        named = list(dict.fromkeys(draft.supersedes))
+        newer = [
+            old
+            for old in named
+            if self._is_active(old) and self._facts[old].timestamp > fact.timestamp
+        ]
+        supersession = self.supersede([old for old in named if old not in newer], fact.id)
+        if not newer:
+            return AddOutcome(fact, added=True, supersession=supersession)
+        # An older truth reported late: the newest fact it names stays active and outdates it.
+        newest = max(newer, key=lambda old: (self._facts[old].timestamp, _number(old)))
+        fact = replace(fact, status="superseded", superseded_by=newest)
+        self._store(fact)
+        superseded = (*supersession.superseded, fact.id)
+        return AddOutcome(
+            fact, added=True, supersession=replace(supersession, superseded=superseded)
+        )
 
     def _restate(self, twin: Fact, supersedes: Sequence[str]) -> AddOutcome:
         if twin.status == "active":

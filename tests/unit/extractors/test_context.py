@@ -115,6 +115,20 @@ def test_entities_named_in_the_chunk_are_shown_with_their_facts_and_ids(
     ]
 
 
+def test_a_fact_true_only_after_the_chunks_day_is_marked_as_later(session: StoreSession) -> None:
+    jane = entity(session, "Jane Doe", ["Head of Data"])
+    chunk_day = make_chunk("Jane Doe").day
+    later = chunk_day + timedelta(days=30)
+    session.facts.file_for(jane).add(
+        FactDraft("VP of Data", "status", later, later, SOURCE), recorded_at=later
+    )
+
+    shown = context_for(session, "Jane Doe").known_entities
+
+    assert f"jane-doe-002 (true from {later.isoformat()}, after this excerpt): VP of Data" in shown
+    assert "jane-doe-001: Head of Data" in shown
+
+
 def test_an_alias_in_the_chunk_brings_its_entity(session: StoreSession) -> None:
     entity(session, "Jane Doe", ["Lives in Paris"], aliases=["JD"])
 

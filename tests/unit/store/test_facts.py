@@ -169,6 +169,29 @@ def test_a_fact_cannot_supersede_itself(tx: DirTransaction, jane: Entity) -> Non
         facts.supersede([kept.id], "jane-doe-404")
 
 
+def test_an_older_fact_filed_late_never_replaces_a_newer_one_it_names(
+    tx: DirTransaction, jane: Entity
+) -> None:
+    facts = FactFile(tx, jane)
+    junior = facts.add(draft("Analyst", timestamp=date(2025, 1, 1)), recorded_at=TODAY).fact
+    vp = facts.add(draft("VP of Data", timestamp=date(2025, 6, 1)), recorded_at=TODAY).fact
+    # An older conversation, filed after the newer one, says its role replaced both.
+    late = facts.add(
+        draft("Head of Data", timestamp=date(2025, 3, 1), supersedes=[vp.id, junior.id]),
+        recorded_at=TODAY,
+    )
+
+    assert late.added
+    assert late.fact.status == "superseded"
+    assert late.fact.superseded_by == vp.id
+    assert facts.get(vp.id) == vp  # the newer truth stays the active one
+    older = facts.get(junior.id)
+    assert older is not None
+    assert (older.status, older.superseded_by) == ("superseded", late.fact.id)
+    assert set(late.supersession.superseded) == {junior.id, late.fact.id}
+    assert [fact.fact for fact in facts.active()] == ["VP of Data"]
+
+
 def test_restating_a_superseded_fact_revives_it_only_when_it_replaces_an_active_one(
     tx: DirTransaction, jane: Entity
 ) -> None:
