@@ -4,6 +4,10 @@ A run is recorded when it starts and completed when it ends. A run with no end i
 killed (or is still running); the journal's chunks name the run that last touched them. Outcome
 names are the caller's (e.g. "ok", "partial", "failed", "skipped"); counters are stored as
 canonical JSON so the same counters are always the same bytes.
+
+Runs are ordered by the sequence they were recorded in (`sequence`, SQLite's rowid), never by
+their wall-clock times: after a clock correction a run stamped in the future is still older
+than the runs recorded after it.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ class RunRecord:
     outcome: str | None = None
     commit_sha: str | None = None
     counters: Mapping[str, Counter] = field(default_factory=dict)
+    sequence: int = 0  # the order runs were recorded in
 
     @property
     def finished(self) -> bool:
@@ -51,6 +56,7 @@ def _run(row: sqlite3.Row) -> RunRecord:
         outcome=row["outcome"],
         commit_sha=row["commit_sha"],
         counters=counters,
+        sequence=row["sequence"],
     )
 
 
@@ -90,14 +96,16 @@ class Runs:
             raise StateError(f"no run {run_id!r} was started")
 
     def get(self, run_id: str) -> RunRecord | None:
-        row = self._db.query_one("SELECT * FROM runs WHERE run_id = ?", (run_id,))
+        row = self._db.query_one(
+            "SELECT rowid AS sequence, * FROM runs WHERE run_id = ?", (run_id,)
+        )
         return None if row is None else _run(row)
 
     def recent(self, job: str | None = None, limit: int = 10) -> list[RunRecord]:
         """The latest runs (of `job`, or of every job), newest first."""
         rows = self._db.query(
-            "SELECT * FROM runs WHERE (? IS NULL OR job = ?)"
-            " ORDER BY started_at DESC, run_id DESC LIMIT ?",
+            "SELECT rowid AS sequence, * FROM runs WHERE (? IS NULL OR job = ?)"
+            " ORDER BY rowid DESC LIMIT ?",
             (job, job, limit),
         )
         return [_run(row) for row in rows]
@@ -105,8 +113,8 @@ class Runs:
     def last(self, job: str, outcome: str | None = None) -> RunRecord | None:
         """The latest finished run of `job` (with `outcome`, if given)."""
         row = self._db.query_one(
-            "SELECT * FROM runs WHERE job = ? AND finished_at IS NOT NULL"
-            " AND (? IS NULL OR outcome = ?) ORDER BY started_at DESC, run_id DESC LIMIT 1",
+            "SELECT rowid AS sequence, * FROM runs WHERE job = ? AND finished_at IS NOT NULL"
+            " AND (? IS NULL OR outcome = ?) ORDER BY rowid DESC LIMIT 1",
             (job, outcome, outcome),
         )
         return None if row is None else _run(row)
@@ -114,8 +122,8 @@ class Runs:
     def unfinished(self, job: str | None = None) -> list[RunRecord]:
         """Runs that started and never finished (killed, or still running), oldest first."""
         rows = self._db.query(
-            "SELECT * FROM runs WHERE finished_at IS NULL AND (? IS NULL OR job = ?)"
-            " ORDER BY started_at, run_id",
+            "SELECT rowid AS sequence, * FROM runs WHERE finished_at IS NULL"
+            " AND (? IS NULL OR job = ?) ORDER BY rowid",
             (job, job),
         )
         return [_run(row) for row in rows]

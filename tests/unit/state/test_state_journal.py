@@ -286,3 +286,17 @@ def test_runs_refuse_a_duplicate_id_and_an_unknown_finish(state: State) -> None:
         state.runs.start("r1", "heartbeat", at(1))
     with pytest.raises(StateError, match="no run"):
         state.runs.finish("r9", finished_at=at(1), outcome="ok")
+
+
+def test_runs_are_ordered_as_recorded_not_by_their_clock(state: State) -> None:
+    # The clock was a day fast for one run, then corrected: the run recorded after it is newer.
+    state.runs.start("fast-clock", "heartbeat", at(86_400))
+    state.runs.finish("fast-clock", finished_at=at(86_401), outcome="ok")
+    state.runs.start("corrected", "heartbeat", at(60))
+    state.runs.finish("corrected", finished_at=at(61), outcome="ok")
+
+    last = state.runs.last("heartbeat")
+    assert last is not None
+    assert last.run_id == "corrected"
+    assert [run.run_id for run in state.runs.recent("heartbeat")] == ["corrected", "fast-clock"]
+    assert last.sequence > state.runs.recent("heartbeat")[1].sequence
