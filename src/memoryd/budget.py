@@ -50,11 +50,15 @@ class Budget:
 
     def allows_cost(self, estimate: float | None, spent_this_run: float) -> bool:
         """Whether spending `estimate` USD more stays within both ceilings; an unpriced call
-        (None) is not checked."""
+        (None) is not checked. The per-heartbeat ceiling is a share of the day, not a wall: it
+        never refuses a heartbeat's first call (else a ceiling below one chunk's estimate would
+        stop every heartbeat for ever); the daily ceiling always applies."""
         if estimate is None:
             return True
         if self.daily_usd > 0 and self.spent_today() + estimate > self.daily_usd:
             return False
+        if spent_this_run <= 0:
+            return True
         return not (self.heartbeat_usd > 0 and spent_this_run + estimate > self.heartbeat_usd)
 
     def charge(

@@ -139,6 +139,18 @@ def test_the_heartbeat_ceiling_counts_only_this_runs_spend(state: State, clock: 
     assert not priced.allows_cost(0.5, spent_this_run=0.6)
 
 
+def test_the_heartbeat_ceiling_never_refuses_a_heartbeats_first_call(
+    state: State, clock: Clock
+) -> None:
+    # A ceiling below one chunk's estimate must not stop every heartbeat for ever.
+    tight = budget(state, clock, daily=0.0, heartbeat=0.01)
+
+    assert tight.allows_cost(0.5, spent_this_run=0.0)
+    assert not tight.allows_cost(0.5, spent_this_run=0.5)
+    spend(state, 4.9, NOON - timedelta(hours=1))
+    assert not budget(state, clock, daily=5.0, heartbeat=0.01).allows_cost(0.5, 0.0)  # the day
+
+
 def test_both_ceilings_apply_together(state: State, clock: Clock) -> None:
     spend(state, 4.5, NOON - timedelta(hours=1))
     priced = budget(state, clock, daily=5.0, heartbeat=10.0)
