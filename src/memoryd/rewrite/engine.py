@@ -22,6 +22,11 @@ A run, in order:
 
 A model summary that fails validation twice (or once, from a batch) is refused: the previous
 summary stays and the entity is not recorded, so it is selected again on the next run.
+
+A run-level LLM problem (`UnusableLLMError`: a refused key, a retired model, no credit) is not
+asked again for every entity: the rest of the run uses the template, a pending batch is kept for
+later, the problem is recorded and logged (`llm.unusable`, as the heartbeat does) and the run
+ends `unusable` (exit 78).
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ from memoryd.llm.base import (
     PermanentLLMError,
     ToolRequest,
     TransientLLMError,
+    UnusableLLMError,
 )
 from memoryd.llm.prices import PriceTable, Usage
 from memoryd.logs import get_logger
@@ -63,6 +69,7 @@ from memoryd.rewrite.select import (
 from memoryd.rewrite.staging import SummaryStage
 from memoryd.rewrite.tiers import TierRule
 from memoryd.state.facade import State
+from memoryd.state.meta import clear_unusable_llm, note_unusable_llm
 from memoryd.store.catalog import EntityCatalog
 from memoryd.store.git import GitStore
 from memoryd.store.index import write_index
@@ -176,8 +183,8 @@ class Rewrite:
                 self.report.outcome = "batch-pending"
                 return set()
             results = self.batch_client.batch_results(pending.batch_id)
-        except TransientLLMError as error:
-            self._stop(f"llm: {error}")
+        except (TransientLLMError, UnusableLLMError) as error:
+            self._stop_polling(error)  # not the batch's fault: it is kept and polled again
             self.report.batch_pending = pending.batch_id
             return set()
         except PermanentLLMError as error:
@@ -249,6 +256,10 @@ class Rewrite:
                 asking.append(candidate)
         if not asking:
             return
+        if self.report.outcome == "unusable":  # found polling a batch: nothing more is sent
+            for candidate in asking:
+                self.stage.template(candidate, self.report.template_reason or "llm unusable")
+            return
         if self.settings.use_batches and self.batch_client is not None:
             if self.report.batch_applied is None:
                 self._submit_batch(asking)
@@ -284,11 +295,10 @@ class Rewrite:
                 self.report.template_reason = "llm unreachable"
                 return False
             except PermanentLLMError as error:
-                log.error("rewrite.llm_refused", error=str(error))
-                self.report.template_reason = "llm refused the request"
-                self.report.outcome = "failed"
+                self._refused(error)
                 return False
             self.report.llm_calls += 1
+            clear_unusable_llm(self.state.meta, model=request.model, valid_answer=False)
             self._charge_call(result.usage, result.model, batch=False)
             self.stage.prompts.update(summary.prompt_refs())
             try:
@@ -305,6 +315,31 @@ class Rewrite:
             return True
         return True
 
+    def _stop_polling(self, error: TransientLLMError | UnusableLLMError) -> None:
+        if isinstance(error, UnusableLLMError):
+            self._unusable(error)
+        else:
+            self._stop(f"llm: {error}")
+
+    def _refused(self, error: PermanentLLMError) -> None:
+        """The LLM refused a request for good; the template stands in for the rest."""
+        if isinstance(error, UnusableLLMError):
+            self._unusable(error)
+            return
+        log.error("rewrite.llm_refused", error=str(error))
+        self.report.template_reason = "llm refused the request"
+        self.report.outcome = "failed"
+
+    def _unusable(self, error: UnusableLLMError) -> None:
+        """The LLM cannot be used in this run: nothing more is sent, the template stands in,
+        and the operator is told what to fix (when new or changed, at most once an hour)."""
+        self.report.outcome = "unusable"
+        self.report.template_reason = f"llm unusable ({error.kind})"
+        self.report.stop_reason = f"llm unusable ({error.kind}): {error.remedy}"
+        problem = error.problem()
+        if note_unusable_llm(self.state.meta, problem, self.clock()):
+            log.error("llm.unusable", run_id=self.run_id, job=JOB, **problem)
+
     def _submit_batch(self, asking: list[Candidate]) -> None:
         assert self.batch_client is not None  # noqa: S101 - checked by the caller
         requests = [
@@ -320,9 +355,7 @@ class Rewrite:
                 log.warning("rewrite.llm_unavailable", error=str(error))
                 self.report.template_reason = "llm unreachable"
             except PermanentLLMError as error:
-                log.error("rewrite.llm_refused", error=str(error))
-                self.report.template_reason = "llm refused the request"
-                self.report.outcome = "failed"
+                self._refused(error)
             else:
                 # Recorded at once: a restart from here on polls this batch, never pays again.
                 self.state.rewrites.start_batch(

@@ -11,10 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from memoryd.errors import EXIT_FAILED, EXIT_OK, EXIT_TEMPFAIL
+from memoryd.errors import EXIT_CONFIG, EXIT_FAILED, EXIT_OK, EXIT_TEMPFAIL
 from memoryd.llm.prices import Usage
 
-Outcome = Literal["ok", "nothing-to-do", "batch-pending", "stopped", "failed", "dry-run"]
+Outcome = Literal[
+    "ok", "nothing-to-do", "batch-pending", "stopped", "failed", "unusable", "dry-run"
+]
 
 
 def _plural(count: int, word: str, plural: str | None = None) -> str:
@@ -56,7 +58,10 @@ class RewriteReport:
         """0 when the work is done, also when the template stood in for an unreachable LLM
         (the summaries were written and say so; the next run asks the LLM again); 75 when the
         run stopped early for a transient reason before writing (a batch status could not be
-        fetched); 1 when the LLM refused the requests for good (e.g. a bad API key)."""
+        fetched); 1 when the LLM refused a request for good; 78 when the account, key, model
+        or endpoint cannot be used (the template stood in; only the operator can fix it)."""
+        if self.outcome == "unusable":
+            return EXIT_CONFIG
         if self.outcome == "stopped":
             return EXIT_TEMPFAIL
         return EXIT_FAILED if self.outcome == "failed" else EXIT_OK
