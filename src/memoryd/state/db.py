@@ -20,6 +20,7 @@ own.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
@@ -76,18 +77,21 @@ class StateDB:
                 f"SQLite {sqlite3.sqlite_version} is too old; memoryd needs 3.37 or newer"
             )
         _create_private_file(path)
-        try:
-            connection = sqlite3.connect(path, isolation_level=None, timeout=busy_timeout_ms / 1000)
-        except sqlite3.Error as error:
-            raise _translate(error, path) from error
-        connection.row_factory = sqlite3.Row
-        db = cls(connection, path)
-        try:
-            db._configure(busy_timeout_ms)
-            db._migrate(migrations)
-        except BaseException:
-            connection.close()
-            raise
+        with _opening(path):
+            try:
+                connection = sqlite3.connect(
+                    path, isolation_level=None, timeout=busy_timeout_ms / 1000
+                )
+            except sqlite3.Error as error:
+                raise _translate(error, path) from error
+            connection.row_factory = sqlite3.Row
+            db = cls(connection, path)
+            try:
+                db._configure(busy_timeout_ms)
+                db._migrate(migrations)
+            except BaseException:
+                connection.close()
+                raise
         return db
 
     @property
@@ -221,6 +225,29 @@ class StateDB:
                     self.execute(f"PRAGMA user_version = {current + 1}")
                     self.execute(f"PRAGMA application_id = {APPLICATION_ID}")
             current = self.schema_version
+
+
+@contextlib.contextmanager
+def _opening(path: Path) -> Iterator[None]:
+    """Hold `<database>.open-lock` while a connection is configured and migrated.
+
+    Openers take turns for these few milliseconds. Switching a new file to WAL and migrating it
+    while other processes do the same made them wait on each other's locks through SQLite's busy
+    handler for seconds under load, up to the busy timeout. A lock file that cannot be created
+    (a read-only state directory) is done without: SQLite's own locking still keeps it correct.
+    """
+    try:
+        descriptor = os.open(
+            path.with_name(path.name + ".open-lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600
+        )
+    except OSError:
+        yield
+        return
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(descriptor)  # releases the lock
 
 
 def _create_private_file(path: Path) -> None:
