@@ -40,6 +40,11 @@ class Budget:
             return None
         return (input_tokens * price.input + OUTPUT_TOKENS_GUESS * price.output) / 1e6
 
+    def cost_of(self, usage: Usage, model: str | None = None) -> float:
+        """What `usage` costs at the model's price (0 for an unpriced model)."""
+        name = model or self.model
+        return self.prices.cost(name, usage) if self.prices.knows(name) else 0.0
+
     def spent_today(self) -> float:
         start = self.clock().astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
         return self.state.usage.spend_between(start, start + timedelta(days=1))

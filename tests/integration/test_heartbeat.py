@@ -609,7 +609,7 @@ class EditingExtractor:
         self.inner, self.edit, self.times = inner, edit, times
         self.prompt_refs = inner.prompt_refs
 
-    def extract(self, chunk: Any, context: Any) -> Any:
+    def extract(self, chunk: Any, context: Any, may_retry: Any = None) -> Any:
         if self.times > 0:
             self.times -= 1
             self.edit()
@@ -705,3 +705,22 @@ def test_the_journal_keeps_committed_chunks_for_two_weeks_only(ws: Workspace) ->
     assert journalled() == 0
     # Pruning forgets nothing that matters: the cursor has moved on, nothing is filed again.
     assert ws.read("MEMORY.md").count("Prefers mornings") == 1
+
+
+def test_the_corrective_retry_passes_the_budget_check_like_any_paid_call(ws: Workspace) -> None:
+    ws.write_log(
+        "a.jsonl", [turn("user", "remember: company Acme: Renewed", "2026-03-01T10:00:00Z")]
+    )
+    # Priced so that one call's estimate (800 output tokens guessed) is 0.80 USD and the first,
+    # invalid answer costs 0.02: the day's 0.81 allows the first call, not the retry.
+    settings = ws.settings(
+        budget={"daily_usd": 0.81},
+        llm={"model": "priced", "prices": {"priced": {"input": 0.0, "output": 1000.0}}},
+    )
+    with FakeAnthropicServer([INVALID], handler=marker_model) as server:
+        report = ws.heartbeat(settings, server.base_url)
+        assert len(server.message_requests) == 1
+    assert report.exit_code == EXIT_TEMPFAIL
+    assert report.stop_reason == "budget"
+    assert report.chunks_failed == 0
+    assert round(report.cost_usd, 6) == 0.02

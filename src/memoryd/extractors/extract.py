@@ -82,6 +82,25 @@ class Extraction:
     model: str | None = None
 
 
+class RetryRefusedError(MemorydError):
+    """The corrective retry after an invalid answer would pass the budget: it is not sent. The
+    chunk does not fail for it; the heartbeat stops for the budget. `usage` is what the first,
+    invalid answer cost (it is charged)."""
+
+    def __init__(self, usage: Usage) -> None:
+        self.usage = usage
+        super().__init__("the corrective retry was not sent: it would pass the budget")
+
+
+# Given what the call so far has used, whether one more paid call (the corrective retry) may be
+# sent: every paid call passes the budget check.
+RetryCheck = Callable[[Usage], bool]
+
+
+def _always(_used: Usage) -> bool:
+    return True
+
+
 class Extractor(Protocol):
     """Turns one chunk (and its context) into a validated answer."""
 
@@ -90,8 +109,11 @@ class Extractor(Protocol):
         """`name@version` of the prompts this extractor uses (for logs and commit trailers)."""
         ...
 
-    def extract(self, chunk: Chunk, context: ChunkContext) -> Extraction:
-        """Return the validated, scrubbed answer. Raise InvalidAnswerError or an LLMError."""
+    def extract(
+        self, chunk: Chunk, context: ChunkContext, may_retry: RetryCheck = _always
+    ) -> Extraction:
+        """Return the validated, scrubbed answer. Raise InvalidAnswerError, RetryRefusedError
+        (`may_retry` refused a corrective retry) or an LLMError."""
         ...
 
 
@@ -109,9 +131,11 @@ class WatchedExtractor:
     def prompt_refs(self) -> tuple[str, ...]:
         return self._inner.prompt_refs
 
-    def extract(self, chunk: Chunk, context: ChunkContext) -> Extraction:
+    def extract(
+        self, chunk: Chunk, context: ChunkContext, may_retry: RetryCheck = _always
+    ) -> Extraction:
         with self._watch():
-            return self._inner.extract(chunk, context)
+            return self._inner.extract(chunk, context, may_retry)
 
 
 Scrubber = Callable[[str], str]
@@ -198,13 +222,17 @@ class LLMExtractor:
             max_tokens=self._max_tokens,
         )
 
-    def extract(self, chunk: Chunk, context: ChunkContext) -> Extraction:
+    def extract(
+        self, chunk: Chunk, context: ChunkContext, may_retry: RetryCheck = _always
+    ) -> Extraction:
         usage = Usage()
         correction = ""
         reason = ""
         raw = ""
         endpoint: str | None = None
-        for _attempt in (1, 2):
+        for attempt in (1, 2):
+            if attempt == 2 and not may_retry(usage):
+                raise RetryRefusedError(usage)
             result = self._client.call_tool(self.build_request(chunk, context, correction))
             usage = usage + result.usage
             endpoint = result.endpoint
@@ -257,8 +285,10 @@ class MarkersExtractor:
     def prompt_refs(self) -> tuple[str, ...]:
         return ("markers@1",)
 
-    def extract(self, chunk: Chunk, context: ChunkContext) -> Extraction:
-        del context  # markers say everything themselves
+    def extract(
+        self, chunk: Chunk, context: ChunkContext, may_retry: RetryCheck = _always
+    ) -> Extraction:
+        del context, may_retry  # markers say everything themselves, and cost nothing
         found = extract_markers(chunk.turns, chunk.zone, chunk.routine)
         try:
             answer = RecordMemories.model_validate(found.tool_input)

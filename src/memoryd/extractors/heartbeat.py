@@ -48,7 +48,7 @@ from memoryd.extractors.apply import ApplyCounters, StoreSession, apply_answer
 from memoryd.extractors.chunking import Chunk, chunk_to_json
 from memoryd.extractors.context import build_context
 from memoryd.extractors.contract import RecordMemories
-from memoryd.extractors.extract import Extractor, InvalidAnswerError
+from memoryd.extractors.extract import Extractor, InvalidAnswerError, RetryRefusedError
 from memoryd.extractors.intake import (
     Cleaner,
     Intake,
@@ -310,8 +310,23 @@ class Heartbeat:
             max_facts=self.settings.context_facts,
             skills_index_path=f"{agent_folder(self.settings.skills_dir, chunk.agent)}/{INDEX_FILE}",
         )
+        estimate = self.budget.estimate(self._estimate_input(chunk))
+
+        def may_retry(used: Usage) -> bool:
+            # The corrective retry is a paid call too: what the first answer cost (not in the
+            # ledger yet) and the retry's estimate must fit, as for any call.
+            first = self.budget.cost_of(used)
+            return self.budget.allows_cost(
+                None if estimate is None else estimate + first, self.report.cost_usd
+            )
+
         try:
-            extraction = self.extractor.extract(chunk, context)
+            extraction = self.extractor.extract(chunk, context, may_retry)
+        except RetryRefusedError as error:
+            self._charge(error.usage, None)
+            self._stop("budget")
+            progress.held_files.update(chunk.files)
+            return None
         except (InvalidAnswerError, TransientLLMError, PermanentLLMError) as error:
             self._extraction_failed(chunk, plan, error, progress)
             return None

@@ -15,6 +15,7 @@ from memoryd.extractors.extract import (
     InvalidAnswerError,
     LLMExtractor,
     MarkersExtractor,
+    RetryRefusedError,
     make_nonce,
 )
 from memoryd.llm.base import ToolRequest, ToolResult
@@ -125,3 +126,19 @@ def test_markers_extractor_needs_no_model() -> None:
     )
     assert extraction.answer.facts[0].entity.name == "Acme"
     assert extraction.usage == Usage()
+
+
+def test_a_corrective_retry_the_budget_refuses_is_not_sent() -> None:
+    client = ScriptedClient({"facts": [{"fact": "x"}]}, VALID)
+    asked: list[int] = []
+
+    def may_retry(used: Usage) -> bool:
+        asked.append(used.input_tokens)
+        return False
+
+    with pytest.raises(RetryRefusedError) as refused:
+        extractor(client).extract(chunk(), CONTEXT, may_retry)
+
+    assert len(client.requests) == 1
+    assert asked == [100]  # asked with what the first, invalid answer used
+    assert refused.value.usage.input_tokens == 100
