@@ -230,3 +230,21 @@ def test_a_failed_commit_does_not_leave_a_transaction_open(state: State) -> None
         state.meta.set("next", "works")
     assert state.meta.get("next") == "works"
     assert state.journal.get("k") is None
+
+
+def test_a_malformed_database_is_reported_as_corrupt_with_the_remedy(state_path: Path) -> None:
+    with State.open(state_path) as state:
+        state.meta.set("kept", "until the disk broke")
+    connection = sqlite3.connect(state_path)
+    connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    connection.close()
+    data = bytearray(state_path.read_bytes())
+    data[100:4096] = b"\xa5" * (4096 - 100)  # the schema page, past the file header
+    state_path.write_bytes(bytes(data))
+    for suffix in ("-wal", "-shm"):
+        state_path.with_name(state_path.name + suffix).unlink(missing_ok=True)
+
+    with pytest.raises(StateCorruptError, match="malformed") as caught:
+        State.open(state_path)
+
+    assert "rebuilds the state from the store" in str(caught.value)
