@@ -37,7 +37,7 @@ import json
 import time as monotonic_time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Literal
 from zoneinfo import ZoneInfo
@@ -46,6 +46,7 @@ from memoryd.budget import Budget
 from memoryd.errors import ConcurrentEditError
 from memoryd.extractors.apply import ApplyCounters, StoreSession, apply_answer
 from memoryd.extractors.chunking import Chunk, chunk_to_json
+from memoryd.extractors.consumed import ahead_to_commit, cursors_to_commit, record_progress
 from memoryd.extractors.context import build_context
 from memoryd.extractors.contract import RecordMemories
 from memoryd.extractors.extract import Extractor, InvalidAnswerError, RetryRefusedError
@@ -71,7 +72,6 @@ from memoryd.logs import get_logger
 from memoryd.state.facade import State
 from memoryd.state.meta import clear_unusable_llm, note_unusable_llm, streak_checked_since
 from memoryd.store.git import GitStore
-from memoryd.store.hosts import HostRecord, merge_ranges, read_host_record, write_host_record
 from memoryd.store.index import INDEX_PATH, write_index
 from memoryd.store.skills import INDEX_FILE, agent_folder
 from memoryd.store.unit import RUN_TRAILER, UnitOfWork
@@ -490,12 +490,20 @@ class Heartbeat:
     def _commit(
         self, uow: UnitOfWork, read: Intake, progress: _Progress, pending: PendingOverlay
     ) -> None:
-        cursors = self._cursors_to_commit(read, progress)
+        cursors = cursors_to_commit(self.sources, read, progress.held_files)
         # A source counts as seen once something of it was consumed (a first heartbeat that
         # stopped before consuming anything leaves it to be read from the backfill window).
         seen = sorted(source["key"] for source in cursors if source["cursors"])
-        ahead = self._ahead_to_commit(read, progress)
-        generation = self._record_progress(uow, cursors, seen, pending, ahead)
+        ahead = ahead_to_commit(read, progress.done, progress.held_files)
+        generation = record_progress(
+            uow,
+            host=self.settings.host,
+            mirrored=int(self.state.meta.get(GENERATION_KEY) or 0),
+            cursors=cursors,
+            seen=seen,
+            pending=pending.entries_after(),
+            ahead=ahead,
+        )
         plan = uow.plan()
         changes = pending.staged_changes()
         intent = {
@@ -528,82 +536,6 @@ class Heartbeat:
         pruned = self.state.journal.prune_committed(self.clock() - JOURNAL_RETENTION)
         if pruned:
             log.info("journal.pruned", chunks=pruned)
-
-    def _record_progress(
-        self,
-        uow: UnitOfWork,
-        cursors: list[dict[str, Any]],
-        seen: list[str],
-        pending: PendingOverlay,
-        ahead: dict[str, list[list[int]]],
-    ) -> int:
-        """Stage this host's record in the store (`memoryd.store.hosts`) as it stands after this
-        heartbeat, so the commit that files memories also records what they came from; return
-        its generation (raised only when the record changes)."""
-        host = self.settings.host
-        old = read_host_record(uow, host) or HostRecord(host)
-        sources = dict(old.sources)  # a source no longer configured keeps its cursors
-        for source in cursors:
-            sources[(source["agent"], source["key"])] = dict(source["cursors"])
-        record = HostRecord(
-            host=host,
-            generation=old.generation,
-            sources={source: files for source, files in sources.items() if files},
-            seen=old.seen | set(seen),
-            pending=tuple(pending.entries_after()),
-            ahead={path: tuple((a, b) for a, b in ranges) for path, ranges in ahead.items()},
-        )
-        if record.same_content(old):
-            return old.generation  # nothing new (no record yet, and nothing to record)
-        record = replace(record, generation=max(old.generation, self._state_generation()) + 1)
-        write_host_record(uow, record)
-        return record.generation
-
-    def _state_generation(self) -> int:
-        return int(self.state.meta.get(GENERATION_KEY) or 0)
-
-    def _cursors_to_commit(self, read: Intake, progress: _Progress) -> list[dict[str, Any]]:
-        result: list[dict[str, Any]] = []
-        for source in self.sources:
-            key = source.key
-            new = read.new.get(key, {})
-            old = read.old.get(key, {})
-            merged = dict(new)
-            for path in progress.held_files:
-                if read.sources_by_file.get(path) != key:
-                    continue
-                if path in old:
-                    merged[path] = old[path]
-                else:
-                    merged.pop(path, None)  # never committed: read it from the start next time
-            result.append({"agent": source.agent, "key": key, "cursors": merged})
-        return result
-
-    def _ahead_to_commit(self, read: Intake, progress: _Progress) -> dict[str, list[list[int]]]:
-        """Per file whose cursor stays held back, the line ranges filed beyond it: those of
-        earlier heartbeats, and the turns of this heartbeat's applied chunks. A file whose
-        cursor advanced needs none (everything before the new cursor is consumed)."""
-        advanced = {
-            path
-            for cursors in read.new.values()
-            for path in cursors
-            if path not in progress.held_files
-        }
-        done = set(progress.done)
-        applied = [chunk for chunk in read.chunks if chunk.key in done]
-        ahead: dict[str, list[list[int]]] = {}
-        for path in sorted((set(read.ahead) - advanced) | progress.held_files):
-            ranges = list(read.ahead.get(path, ()))
-            if path in progress.held_files:
-                ranges += [
-                    turn.provenance.lines
-                    for chunk in applied
-                    for turn in chunk.turns
-                    if turn.provenance.file == path and turn.provenance.lines[0] > 0
-                ]
-            if merged := merge_ranges(ranges):
-                ahead[path] = [list(line_range) for line_range in merged]
-        return ahead
 
     def _trailers(self) -> dict[str, str]:
         agents = sorted({source.agent for source in self.sources})
