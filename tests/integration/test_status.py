@@ -146,3 +146,61 @@ def test_only_runs_not_superseded_by_a_finished_one_are_listed_as_unfinished(
     report = collect_status(settings, ws.environment())
     assert [run["run_id"] for run in report["unfinished_runs"]] == ["running-now"]
     assert "unfinished: heartbeat running-now" in render_status(report)
+
+
+def test_runs_are_compared_by_the_order_they_were_recorded_in_not_their_clock(
+    ws: Workspace,
+) -> None:
+    settings = markers(ws)
+    with open_state(settings, ws.environment()) as state:
+        # Recorded first, stamped in the future (a clock that was fast), then killed.
+        state.runs.start("killed-fast-clock", "heartbeat", NOW + timedelta(hours=5))
+        state.runs.start("finished", "heartbeat", NOW - timedelta(hours=1))
+        state.runs.finish("finished", finished_at=NOW - timedelta(minutes=59), outcome="ok")
+        # Recorded after the finished run, with a clock set back.
+        state.runs.start("running-slow-clock", "heartbeat", NOW - timedelta(hours=3))
+    report = collect_status(settings, ws.environment())
+    assert [run["run_id"] for run in report["unfinished_runs"]] == ["running-slow-clock"]
+
+
+def stopped_for_budget(ws: Workspace, settings: Settings, *, cost: float, hours_ago: float) -> None:
+    with open_state(settings, ws.environment()) as state:
+        state.usage.record(
+            at=NOW - timedelta(hours=1), model="m", usage=Usage(10, 5), cost_usd=2, job="heartbeat"
+        )
+        started = NOW - timedelta(hours=hours_ago)
+        state.runs.start("stopped", "heartbeat", started)
+        state.runs.finish(
+            "stopped",
+            finished_at=started + timedelta(minutes=1),
+            outcome="stopped",
+            counters={"stop_reason": "budget", "cost_usd": cost, "facts_added": 0},
+        )
+
+
+def test_a_heartbeat_stopped_by_the_daily_budget_today_shows_it_exhausted(ws: Workspace) -> None:
+    settings = markers(ws)  # $2.50 a day, $2 spent: the next chunk's estimate did not fit
+    stopped_for_budget(ws, settings, cost=0.0, hours_ago=1)
+    report = collect_status(settings, ws.environment())
+    assert report["spend_today"]["exhausted"] is True
+    text = render_status(report)
+    assert "stopped early: budget" in text
+    assert "budget exhausted" in text
+
+
+def test_a_budget_stop_yesterday_does_not_exhaust_today(ws: Workspace) -> None:
+    settings = markers(ws)
+    stopped_for_budget(ws, settings, cost=0.0, hours_ago=13)  # 23:00 UTC yesterday
+    assert collect_status(settings, ws.environment())["spend_today"]["exhausted"] is False
+
+
+def test_a_stop_the_per_heartbeat_ceiling_explains_does_not_exhaust_the_day(
+    ws: Workspace,
+) -> None:
+    # $0.10 of a $0.20 share spent, $0.50 left of the day: the share may have stopped it.
+    settings = ws.settings("markers", budget={"daily_usd": 2.5, "heartbeat_usd": 0.2})
+    stopped_for_budget(ws, settings, cost=0.1, hours_ago=1)
+    assert collect_status(settings, ws.environment())["spend_today"]["exhausted"] is False
+    # $1.90 left of a $2 share, $0.50 of the day: whatever the share refused, the day did first.
+    settings = ws.settings("markers", budget={"daily_usd": 2.5, "heartbeat_usd": 2})
+    assert collect_status(settings, ws.environment())["spend_today"]["exhausted"] is True

@@ -18,6 +18,7 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import TextIO
 
 from memoryd.errors import (
@@ -45,9 +46,12 @@ def cmd_check(
 ) -> int:
     """Check the configuration and what it points at; exit 78 on any problem. Nothing is
     contacted unless `--online`, which proves the key, the endpoint and each model with the
-    cheapest real request (see `_online_problems`)."""
+    cheapest real request (see `_online_problems`). Nothing is changed: the state database is
+    only read, and what a job would do about it (move it aside, rebuild it) is a warning."""
     report = check_environment(config.settings, environ)
     report.problems.extend(_store_problems(config, environ))
+    report.warnings.extend(_budget_warnings(config))
+    _check_state(config, environ, report)
     report.problems.extend(_prompt_problems())
     if args.online:
         report.problems.extend(_online_problems(config, environ, out))
@@ -143,6 +147,120 @@ def _store_problems(config: LoadedConfig, environ: Mapping[str, str]) -> list[st
     except StoreError as error:
         return [f"At 'store.path': {error}"]
     return []
+
+
+# What `Heartbeat._estimate_input` adds to a chunk's text for the prompt, tool schema and context.
+_PROMPT_ALLOWANCE_TOKENS = 3000
+
+
+def _budget_warnings(config: LoadedConfig) -> list[str]:
+    """A per-heartbeat ceiling below one full chunk's estimate (`llm.chunk_tokens` plus the
+    prompt allowance in, `OUTPUT_TOKENS_GUESS` out, at `llm.model`'s price, as the budget
+    estimates a call) lets each heartbeat send only its first chunk. An unpriced model is
+    `check_environment`'s problem, not a warning here."""
+    from memoryd.budget import OUTPUT_TOKENS_GUESS  # noqa: PLC0415
+
+    settings = config.settings
+    ceiling = settings.budget.heartbeat_usd
+    price = settings.llm.price_table().get(settings.llm.model)
+    if settings.llm.provider != "anthropic" or ceiling <= 0 or price is None:
+        return []
+    input_tokens = settings.llm.chunk_tokens + _PROMPT_ALLOWANCE_TOKENS
+    estimate = (input_tokens * price.input + OUTPUT_TOKENS_GUESS * price.output) / 1e6
+    if ceiling >= estimate:
+        return []
+    return [
+        f"At 'budget.heartbeat_usd': ${ceiling:g} is below the estimated cost of one full chunk "
+        f"(${estimate:.4f}: {input_tokens} input tokens, llm.chunk_tokens plus "
+        f"{_PROMPT_ALLOWANCE_TOKENS} of prompt and context, and {OUTPUT_TOKENS_GUESS} output "
+        f"tokens at the price of {settings.llm.model}): each heartbeat still sends its first "
+        "chunk and then stops, so a backlog takes one heartbeat per chunk"
+    ]
+
+
+def _check_state(config: LoadedConfig, environ: Mapping[str, str], report: CheckReport) -> None:
+    """Report what the next job would do about the state database, without doing it: a file
+    that is not memoryd's database is moved aside, one bound to another store is emptied, one
+    behind or ahead of this host's record in the store is rebuilt from it (DESIGN §9,
+    `memoryd.jobs.reconcile`). Opened as `status` opens it, with a tiny busy timeout; a
+    missing database is not opened (that would create it)."""
+    from memoryd.daemon.status import STATUS_BUSY_TIMEOUT_MS  # noqa: PLC0415
+    from memoryd.extractors.recovery import GENERATION_KEY  # noqa: PLC0415
+    from memoryd.jobs.reconcile import BINDING_KEY  # noqa: PLC0415
+    from memoryd.state.errors import (  # noqa: PLC0415
+        StateBusyError,
+        StateCorruptError,
+        StateVersionError,
+    )
+    from memoryd.state.facade import DATABASE_FILE_NAME, State  # noqa: PLC0415
+
+    database = state_directory(config.settings, environ) / DATABASE_FILE_NAME
+    if not database.is_file():
+        return
+    try:
+        with State.open(database, busy_timeout_ms=STATUS_BUSY_TIMEOUT_MS) as state:
+            binding = state.meta.get_json(BINDING_KEY)
+            generation = state.meta.get(GENERATION_KEY)
+    except StateCorruptError as error:
+        report.warnings.append(f"At 'state.path': {error}")
+        return
+    except StateVersionError as error:
+        report.problems.append(f"At 'state.path': {error}")
+        return
+    except StateBusyError:
+        report.warnings.append(f"At 'state.path': {database} is busy; it was not checked")
+        return
+    report.warnings.extend(_state_against_store(config, environ, database, binding, generation))
+
+
+def _state_against_store(
+    config: LoadedConfig,
+    environ: Mapping[str, str],
+    database: Path,
+    binding: object,
+    generation: str | None,
+) -> list[str]:
+    """The state database's binding and generation compared with the store, as
+    `memoryd.jobs.reconcile.reconcile_state` compares them before a job."""
+    from memoryd.jobs.environment import host_name  # noqa: PLC0415
+    from memoryd.jobs.parts import git_store  # noqa: PLC0415
+    from memoryd.store.hosts import read_host_record  # noqa: PLC0415
+    from memoryd.store.layout import read_format, store_identity  # noqa: PLC0415
+    from memoryd.store.unit import UnitOfWork  # noqa: PLC0415
+
+    settings = config.settings
+    if not settings.store.path.is_dir() or read_format(settings.store.path) is None:
+        return []
+    env = Environment.live(environ)
+    host = host_name(settings, env)
+    try:
+        git = git_store(settings, env.clock)
+        identity = store_identity(git)
+        record = read_host_record(UnitOfWork(git), host)
+    except StoreError:
+        return []  # `_store_problems` reports what is wrong with the store
+    wanted = {"host": host, "store": identity}
+    same_store_before_its_first_commit = (
+        isinstance(binding, dict) and binding.get("store") is None and identity is not None
+    )
+    if binding is not None and binding != wanted and not same_store_before_its_first_commit:
+        return [
+            f"At 'state.path': {database} is the state of another store or host ({binding}, "
+            f"not {wanted}): the next heartbeat or rewrite forgets what it learnt of that store "
+            "and rebuilds the state from this one"
+        ]
+    if binding is None and generation is None:
+        return []  # not bound yet: the next job binds it (or adopts an older database)
+    cached = int(generation or 0)
+    stored = record.generation if record is not None else 0
+    if cached == stored:
+        return []
+    where = "behind" if cached < stored else "ahead of"
+    return [
+        f"At 'state.path': {database} is {where} the store (state generation {cached}, this "
+        f"host's record in the store {stored}): the next heartbeat or rewrite rebuilds it from "
+        "the store"
+    ]
 
 
 def cmd_init(

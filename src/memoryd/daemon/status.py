@@ -61,12 +61,13 @@ def collect_status(settings: Settings, env: Environment) -> dict[str, Any]:
         last = state.runs.last("heartbeat")
         report["last_heartbeat"] = None if last is None else _run(last)
         report["llm_unusable"] = _current_problem(unusable_llm(state.meta), settings)
-        # A run with no end is running now or was killed; one older than its job's last finished
-        # run was killed and has been superseded, so it is history, not status.
+        # A run with no end is running now or was killed; one recorded before its job's last
+        # finished run was killed and has been superseded, so it is history, not status. Runs
+        # are compared by the order they were recorded in: a clock correction moves their times.
         report["unfinished_runs"] = [
             _run(run)
             for run in state.runs.unfinished()
-            if (done := state.runs.last(run.job)) is None or run.started_at > done.started_at
+            if (done := state.runs.last(run.job)) is None or run.sequence > done.sequence
         ]
         report["next_runs"] = _next_runs(settings, now, last, state.rewrites.last_success())
         report["quarantined"] = [
@@ -95,8 +96,7 @@ def collect_status(settings: Settings, env: Environment) -> dict[str, Any]:
             "usd": round(totals.cost_usd, 6),
             "calls": totals.calls,
             "budget_usd": settings.budget.daily_usd,
-            "exhausted": settings.budget.daily_usd > 0
-            and totals.cost_usd >= settings.budget.daily_usd,
+            "exhausted": _daily_budget_exhausted(settings, now, totals.cost_usd, last),
         }
         last_rewrite = state.rewrites.last_success()
         rewrite_run = state.runs.last("rewrite")
@@ -106,6 +106,29 @@ def collect_status(settings: Settings, env: Environment) -> dict[str, Any]:
         }
     report["sources"] = _sources(settings, cursors)
     return report
+
+
+def _daily_budget_exhausted(
+    settings: Settings, now: datetime, spent_today: float, last: RunRecord | None
+) -> bool:
+    """Whether the daily ceiling stops heartbeats today. The budget refuses a call when what was
+    spent plus the call's estimate would pass the ceiling, so a heartbeat can stop for it with
+    spend still below it: a last heartbeat that stopped on "budget" today counts, unless the
+    per-heartbeat ceiling may have stopped it instead. That ceiling never refuses a heartbeat's
+    first call, and a call it refused the daily one refused too when less was left of the day
+    than of the heartbeat's share."""
+    daily = settings.budget.daily_usd
+    if daily <= 0:
+        return False
+    if spent_today >= daily:
+        return True
+    if last is None or last.counters.get("stop_reason") != "budget" or last.finished_at is None:
+        return False
+    if last.finished_at.astimezone(UTC).date() != now.date():
+        return False
+    per_heartbeat = settings.budget.heartbeat_usd
+    run_cost = float(last.counters.get("cost_usd") or 0)
+    return per_heartbeat <= 0 or run_cost <= 0 or daily - spent_today <= per_heartbeat - run_cost
 
 
 def _current_problem(problem: dict[str, Any] | None, settings: Settings) -> dict[str, Any] | None:
@@ -226,6 +249,7 @@ def render_status(report: dict[str, Any]) -> str:
             f"last heartbeat: {last['started_at']} {last['outcome']}, commit "
             f"{(last['commit'] or 'none')[:12]}, +{counters.get('facts_added', 0)} facts, "
             f"${float(counters.get('cost_usd') or 0):.4f}"
+            + (f", stopped early: {counters['stop_reason']}" if counters.get("stop_reason") else "")
         )
     lines.extend(_unusable_lines(report["llm_unusable"]))
     for run in report["unfinished_runs"]:
