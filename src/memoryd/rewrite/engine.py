@@ -10,7 +10,9 @@ A run, in order:
 3. the selection pass (`memoryd.rewrite.select`) finds the entities whose summary input changed;
    an entity with no hot or warm fact gets the "nothing recent" body without any LLM call;
 4. the others are written by the LLM (one call each, one corrective retry after an invalid
-   answer), or sent as one batch with `rewrite.use_batches`, or rendered by the template when the
+   answer; each valid answer journalled with its charge, and one journalled by a killed
+   predecessor for the same question reused without a call, `memoryd.rewrite.answers`), or
+   sent as one batch with `rewrite.use_batches`, or rendered by the template when the
    provider is `markers`, the LLM is unreachable, or the daily budget is spent (the run says so:
    `template_reason` in `rewrite.finished` and in the commit message);
 5. skills indexes, routine files and the tacit file past their bound are consolidated (LLM only;
@@ -49,6 +51,7 @@ from memoryd.llm.base import (
 from memoryd.llm.prices import PriceTable, Usage
 from memoryd.logs import get_logger
 from memoryd.rewrite import consolidate, summary
+from memoryd.rewrite.answers import asked_digest, split_answered
 from memoryd.rewrite.batch import custom_id_for, match_results
 from memoryd.rewrite.bounded import consolidate_bounded
 from memoryd.rewrite.ledger import JOB, Ledger
@@ -254,6 +257,7 @@ class Rewrite:
                 self.stage.template(candidate, "markers provider")
             else:
                 asking.append(candidate)
+        asking = self._reuse_answers(asking)
         if not asking:
             return
         if self.report.outcome == "unusable":  # found polling a batch: nothing more is sent
@@ -269,6 +273,20 @@ class Rewrite:
                 for rest in asking[position:]:
                     self.stage.template(rest, self.report.template_reason or "llm unavailable")
                 return
+
+    def _reuse_answers(self, asking: list[Candidate]) -> list[Candidate]:
+        """Stage the answers a killed predecessor was given for exactly these questions, drop
+        the journalled answers no question of this run matches; return the rest to ask."""
+        if not asking:
+            return asking
+        reuse = split_answered(
+            asking, self.state.rewrites.journalled_answers(), model=self.settings.model
+        )
+        self.state.rewrites.prune_answers(reuse.keep)
+        for candidate, body in reuse.answered:
+            self.stage.model_summary(candidate, body)
+        self.report.reused += len(reuse.answered)
+        return reuse.asking
 
     def summary_request(self, summary_input: SummaryInput, correction: str = "") -> ToolRequest:
         return summary.build_request(
@@ -299,18 +317,29 @@ class Rewrite:
                 return False
             self.report.llm_calls += 1
             clear_unusable_llm(self.state.meta, model=request.model, valid_answer=False)
-            self._charge_call(result.usage, result.model, batch=False)
             self.stage.prompts.update(summary.prompt_refs())
             try:
                 body = summary.validate_summary(
                     summary.summary_from_tool_input(result.tool_input), candidate.input.ids
                 )
             except summary.InvalidSummaryError as error:
+                self._charge_call(result.usage, result.model, batch=False)
                 if attempt == 2:
                     self.stage.refused(candidate.input.entity.ref, error)
                     return True
                 correction = summary.correction_for(error)
                 continue
+            # Journalled with its charge: a run killed from here on reuses this answer, so it
+            # is paid for exactly once.
+            with self.state.transaction():
+                self._charge_call(result.usage, result.model, batch=False)
+                self.state.rewrites.journal_answer(
+                    candidate.input.entity.ref,
+                    asked_digest=asked_digest(candidate.input, model=self.settings.model),
+                    body=body,
+                    run_id=self.run_id,
+                    answered_at=self.clock(),
+                )
             self.stage.model_summary(candidate, body)
             return True
         return True

@@ -4,7 +4,8 @@ A rewrite records its *intent* in the state database before it writes any file: 
 is about to make (path and digest of the new content) and the bookkeeping that follows the
 commit (each entity's tracking, refused-consolidation memos, the batch to forget). After the git
 commit (trailer `Memoryd-Run: <run id>`), one database transaction records the bookkeeping and
-drops the intent (`finalize_rewrite`).
+drops the intent (`finalize_rewrite`), and the journalled answers of the entities it recorded
+(`memoryd.rewrite.answers`): their summaries are committed.
 
 If a rewrite dies in between, the next one looks for its commit first:
 - found: only the bookkeeping is missing; it is finished, so the summaries just committed are not
@@ -73,6 +74,7 @@ def finalize_rewrite(state: State, intent: Mapping[str, Any], at: datetime) -> N
     ]
     with state.transaction():
         state.rewrites.record_many(records)
+        state.rewrites.drop_answers(record.ref for record in records)
         for key, value in intent["memos"].items():
             state.meta.set(key, value)
         batch = intent["finished_batch"]

@@ -39,6 +39,7 @@ class RewriteReport:
     refused: int = 0  # model summaries refused by validation (the previous one stays)
     failed: int = 0  # summaries that got no usable answer (errored batch items, bad files)
     stale: int = 0  # batch answers for an input that has changed since (asked again later)
+    reused: int = 0  # summary answers journalled by a killed predecessor, used without a call
     consolidated_agents: list[str] = field(default_factory=list)
     consolidated_files: list[str] = field(default_factory=list)  # routine and tacit files
     consolidations_refused: int = 0
@@ -97,6 +98,7 @@ class RewriteReport:
             "refused": self.refused,
             "failed": self.failed,
             "stale": self.stale,
+            "reused": self.reused,
             "skills_consolidated": len(self.consolidated_agents),
             "files_consolidated": len(self.consolidated_files),
             "consolidations_refused": self.consolidations_refused,

@@ -5,7 +5,9 @@ written from (a different digest means the summary is stale), and the next date 
 its facts changes tier, so that the mere passing of days selects exactly the entities whose
 summaries must change (`due`). Also the last successful rewrite (for the daemon's catch-up at
 start) and the one pending Message Batch with its custom_id -> ref mapping, kept so that a
-restart resumes polling the batch instead of paying for it twice.
+restart resumes polling the batch instead of paying for it twice. And the answer journal: each
+validated summary answer received but not yet committed, with the digest of what was asked, so
+a rewrite killed before its commit does not pay for those answers again.
 """
 
 from __future__ import annotations
@@ -57,6 +59,44 @@ class RewriteTracking:
     def __init__(self, db: StateDB) -> None:
         self._db = db
         self._meta = Meta(db)
+
+    # -- the answer journal --------------------------------------------------------------------
+
+    def journal_answer(
+        self, ref: str, *, asked_digest: str, body: str, run_id: str, answered_at: datetime
+    ) -> None:
+        """Keep `ref`'s validated summary answer to the request with `asked_digest` (one per
+        ref: a newer answer replaces an older one)."""
+        self._db.execute(
+            "INSERT INTO rewrite_answers (ref, asked_digest, body, run_id, answered_at)"
+            " VALUES (?, ?, ?, ?, ?) ON CONFLICT (ref) DO UPDATE SET"
+            "   asked_digest = excluded.asked_digest, body = excluded.body,"
+            "   run_id = excluded.run_id, answered_at = excluded.answered_at",
+            (ref, asked_digest, body, run_id, instant_to_text(answered_at)),
+        )
+
+    def journalled_answers(self) -> dict[str, tuple[str, str]]:
+        """Every journalled answer: ref -> (asked digest, body)."""
+        rows = self._db.query("SELECT ref, asked_digest, body FROM rewrite_answers ORDER BY ref")
+        return {row["ref"]: (row["asked_digest"], row["body"]) for row in rows}
+
+    def drop_answers(self, refs: Iterable[str]) -> None:
+        """Forget the journalled answers of `refs` (their summaries are committed)."""
+        self._db.execute_many(
+            "DELETE FROM rewrite_answers WHERE ref = ?", [(ref,) for ref in sorted(set(refs))]
+        )
+
+    def prune_answers(self, keep: Mapping[str, str]) -> int:
+        """Forget every journalled answer but those whose ref and asked digest are in `keep`
+        (ref -> asked digest): the others answer a question that is no longer asked. Return
+        how many were forgotten."""
+        stale = [
+            ref for ref, (digest, _) in self.journalled_answers().items() if keep.get(ref) != digest
+        ]
+        self.drop_answers(stale)
+        return len(stale)
+
+    # -- tracking -------------------------------------------------------------------------------
 
     def get(self, ref: str) -> EntityRewrite | None:
         row = self._db.query_one("SELECT * FROM entity_rewrites WHERE ref = ?", (ref,))

@@ -156,7 +156,21 @@ _CREATE_V1 = (
 # most of the database (the whole write list of a heartbeat, once per chunk).
 _DROP_CHUNK_WRITES = ("ALTER TABLE chunks DROP COLUMN writes_json",)
 
+# Version 3: the rewrite's answer journal. Each validated summary answer is kept, with the digest
+# of what was asked, from the moment it is received (in the transaction that charges it) until
+# its summary is committed, so a rewrite killed mid-way never pays for it again.
+_CREATE_REWRITE_ANSWERS = (
+    """CREATE TABLE rewrite_answers (
+        ref TEXT PRIMARY KEY,
+        asked_digest TEXT NOT NULL,
+        body TEXT NOT NULL,
+        run_id TEXT NOT NULL,
+        answered_at TEXT NOT NULL
+    ) STRICT""",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial schema", _CREATE_V1),
     Migration(2, "drop the chunk journal's planned writes", _DROP_CHUNK_WRITES),
+    Migration(3, "journal the rewrite's summary answers", _CREATE_REWRITE_ANSWERS),
 )
