@@ -21,6 +21,9 @@ log = get_logger(__name__)
 
 # A generous guess at one answer's length, for estimating a call before it is made.
 OUTPUT_TOKENS_GUESS = 800
+# What a heartbeat's call sends besides the transcript (prompt, tool schema, context), for the
+# same estimate.
+PROMPT_TOKENS_ALLOWANCE = 3000
 _LOGGED_KEY = "budget.exhausted_logged"
 
 

@@ -149,30 +149,26 @@ def _store_problems(config: LoadedConfig, environ: Mapping[str, str]) -> list[st
     return []
 
 
-# What `Heartbeat._estimate_input` adds to a chunk's text for the prompt, tool schema and context.
-_PROMPT_ALLOWANCE_TOKENS = 3000
-
-
 def _budget_warnings(config: LoadedConfig) -> list[str]:
     """A per-heartbeat ceiling below one full chunk's estimate (`llm.chunk_tokens` plus the
     prompt allowance in, `OUTPUT_TOKENS_GUESS` out, at `llm.model`'s price, as the budget
     estimates a call) lets each heartbeat send only its first chunk. An unpriced model is
     `check_environment`'s problem, not a warning here."""
-    from memoryd.budget import OUTPUT_TOKENS_GUESS  # noqa: PLC0415
+    from memoryd.budget import OUTPUT_TOKENS_GUESS, PROMPT_TOKENS_ALLOWANCE  # noqa: PLC0415
 
     settings = config.settings
     ceiling = settings.budget.heartbeat_usd
     price = settings.llm.price_table().get(settings.llm.model)
     if settings.llm.provider != "anthropic" or ceiling <= 0 or price is None:
         return []
-    input_tokens = settings.llm.chunk_tokens + _PROMPT_ALLOWANCE_TOKENS
+    input_tokens = settings.llm.chunk_tokens + PROMPT_TOKENS_ALLOWANCE
     estimate = (input_tokens * price.input + OUTPUT_TOKENS_GUESS * price.output) / 1e6
     if ceiling >= estimate:
         return []
     return [
         f"At 'budget.heartbeat_usd': ${ceiling:g} is below the estimated cost of one full chunk "
         f"(${estimate:.4f}: {input_tokens} input tokens, llm.chunk_tokens plus "
-        f"{_PROMPT_ALLOWANCE_TOKENS} of prompt and context, and {OUTPUT_TOKENS_GUESS} output "
+        f"{PROMPT_TOKENS_ALLOWANCE} of prompt and context, and {OUTPUT_TOKENS_GUESS} output "
         f"tokens at the price of {settings.llm.model}): each heartbeat still sends its first "
         "chunk and then stops, so a backlog takes one heartbeat per chunk"
     ]

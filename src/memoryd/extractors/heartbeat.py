@@ -42,7 +42,7 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 from zoneinfo import ZoneInfo
 
-from memoryd.budget import Budget
+from memoryd.budget import PROMPT_TOKENS_ALLOWANCE, Budget
 from memoryd.errors import ConcurrentEditError
 from memoryd.extractors.apply import ApplyCounters, StoreSession, apply_answer
 from memoryd.extractors.chunking import Chunk, chunk_to_json
@@ -483,7 +483,7 @@ class Heartbeat:
 
     def _estimate_input(self, chunk: Chunk) -> int:
         # Transcript plus a fixed allowance for the prompt, tool schema and context.
-        return estimate_tokens(chunk.render()) + 3000
+        return estimate_tokens(chunk.render()) + PROMPT_TOKENS_ALLOWANCE
 
     # -- committing ---------------------------------------------------------------------------
 
