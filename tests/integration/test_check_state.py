@@ -122,6 +122,19 @@ def test_a_state_database_behind_the_store_is_a_warning(ws: Workspace, tmp_path:
     assert f"warning: At 'state.path': {database(ws)} is behind the store" in text
 
 
+def test_this_stores_state_under_another_host_name_is_a_warning_to_keep_it(
+    ws: Workspace, tmp_path: Path
+) -> None:
+    settings = markers(ws)
+    file_one_fact(ws, settings, "Jane")
+
+    text = check(ws.settings("markers", state={"host": "vps-1"}), tmp_path)
+
+    assert f"warning: At 'state.host': {database(ws)} is this store's state" in text
+    assert "keeps it" in text
+    assert "another store" not in text
+
+
 def anthropic(ws: Workspace, heartbeat_usd: float) -> Settings:
     return ws.settings(
         "anthropic",

@@ -326,3 +326,23 @@ def test_what_was_filed_beyond_a_held_back_cursor_is_never_filed_or_counted_twic
     assert notes.count("Bob Marsh") == 1  # day one's pending note is not written twice
     # The cursor advanced past everything: nothing is held back or remembered ahead any more.
     assert json.loads(ws.read(RECORD))["ahead"] == {}
+
+
+def test_a_new_host_name_keeps_the_state_and_records_under_the_new_name(
+    tmp_path: Path, server: FakeAnthropicServer
+) -> None:
+    ws = workspace(tmp_path / "ws")
+    ws.write_log("a.jsonl", DAY_ONE)
+    run(ws, server)
+    ws.write_log("a.jsonl", DAY_TWO, append=True)
+    renamed = ws.settings(state={"path": str(ws.root / "state"), "host": "vps-1"})
+
+    with capture_logs() as logs:
+        before = len(server.message_requests)
+        report = ws.heartbeat(renamed, server.base_url)
+
+    assert report.exit_code == EXIT_OK
+    assert len(server.message_requests) - before == 1  # day two only; day one is not resent
+    assert [e["event"] for e in logs if e["event"].startswith("state.")] == ["state.host_renamed"]
+    record = json.loads(ws.read(".memoryd/hosts/vps-1.json"))
+    assert [entry["entity_name"] for entry in record["pending"]] == ["Bob Marsh"]

@@ -239,24 +239,30 @@ def _state_against_store(
     same_store_before_its_first_commit = (
         isinstance(binding, dict) and binding.get("store") is None and identity is not None
     )
-    if binding is not None and binding != wanted and not same_store_before_its_first_commit:
-        return [
+    cached = int(generation or 0)
+    stored = record.generation if record is not None else 0
+    if isinstance(binding, dict) and binding.get("store") == identity and binding != wanted:
+        problem = (
+            f"At 'state.host': {database} is this store's state under the host name "
+            f"{binding.get('host')!r}, not {host!r}: the next heartbeat keeps it and writes this "
+            "host's record under the new name"
+        )
+    elif binding is not None and binding != wanted and not same_store_before_its_first_commit:
+        problem = (
             f"At 'state.path': {database} is the state of another store or host ({binding}, "
             f"not {wanted}): the next heartbeat or rewrite forgets what it learnt of that store "
             "and rebuilds the state from this one"
-        ]
-    if binding is None and generation is None:
-        return []  # not bound yet: the next job binds it (or adopts an older database)
-    cached = int(generation or 0)
-    stored = record.generation if record is not None else 0
-    if cached == stored:
-        return []
-    where = "behind" if cached < stored else "ahead of"
-    return [
-        f"At 'state.path': {database} is {where} the store (state generation {cached}, this "
-        f"host's record in the store {stored}): the next heartbeat or rewrite rebuilds it from "
-        "the store"
-    ]
+        )
+    elif (binding is None and generation is None) or cached == stored:
+        problem = None  # in step, or not bound yet: the next job binds (or adopts) it
+    else:
+        where = "behind" if cached < stored else "ahead of"
+        problem = (
+            f"At 'state.path': {database} is {where} the store (state generation {cached}, this "
+            f"host's record in the store {stored}): the next heartbeat or rewrite rebuilds it "
+            "from the store"
+        )
+    return [] if problem is None else [problem]
 
 
 def cmd_init(

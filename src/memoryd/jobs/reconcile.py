@@ -8,7 +8,8 @@ writes, in this order:
 1. **Identity.** A database bound to another store (or host) is not this store's cache: what it
    learnt of that store is forgotten (`State.forget_store`), so nothing of it (pending facts, a
    half-done commit) leaks into this one. An unbound database is bound; one from before the store
-   kept a record is adopted as it is (its next commit writes the record).
+   kept a record, or one bound to this store under another host name, is adopted as it is (its
+   next commit writes the record).
 2. **Recovery.** A killed job's half-done commit is finished or undone (`memoryd.jobs.recovery`).
 3. **Generation.** A database behind the store's record (a lost, restored or replaced state
    directory), or ahead of it (a store restored from an older backup), is rebuilt from the
@@ -68,10 +69,21 @@ def _check_identity(state: State, identity: str | None, host: str) -> str:
     wanted = {"host": host, "store": identity}
     if binding == wanted:
         return "in-step"
-    if isinstance(binding, dict) and binding.get("store") is None and identity is not None:
+    if (
+        isinstance(binding, dict)
+        and binding.get("store") is None
+        and identity is not None
+        and binding.get("host") == host
+    ):
         # Bound before the store had a first commit: the same store, now with a history.
         state.meta.set_json(BINDING_KEY, wanted)
         return "in-step"
+    if isinstance(binding, dict) and binding.get("store") == identity:
+        # The same store under a new host name (`state.host` set or changed): the database is
+        # still this machine's cache, and the next commit writes the record under the new name.
+        log.warning("state.host_renamed", store=identity, was=binding.get("host"), host=host)
+        state.meta.set_json(BINDING_KEY, wanted)
+        return "adopted"
     if binding is not None:
         log.warning(
             "state.foreign",
