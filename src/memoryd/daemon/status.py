@@ -25,6 +25,7 @@ from memoryd.daemon.schedule import REWRITE_STALE_AFTER, rewrite_trigger
 from memoryd.jobs.environment import Environment
 from memoryd.jobs.lock import LOCK_NAME, read_holder
 from memoryd.jobs.sources import build_sources
+from memoryd.llm.base import MODEL_KINDS
 from memoryd.settings import Settings, state_directory
 from memoryd.sources.cursor import FileCursor
 from memoryd.state.facade import DATABASE_FILE_NAME, State
@@ -34,8 +35,6 @@ from memoryd.state.runs import RunRecord
 # Enough to ride out a WAL checkpoint; far below anything a person would call waiting.
 STATUS_BUSY_TIMEOUT_MS = 200
 _ERROR_CHARS = 300
-# Problems with one model rather than the key, the account or the endpoint.
-_MODEL_KINDS = frozenset({"model_not_found", "request_too_large", "invalid_answers"})
 
 
 def collect_status(settings: Settings, env: Environment) -> dict[str, Any]:
@@ -137,7 +136,7 @@ def _current_problem(problem: dict[str, Any] | None, settings: Settings) -> dict
     for a retired model), or any problem once the provider is `markers`."""
     if problem is None or settings.llm.provider == "markers":
         return None
-    if problem.get("kind") in _MODEL_KINDS and problem.get("model") not in (
+    if problem.get("kind") in MODEL_KINDS and problem.get("model") not in (
         settings.llm.model,
         settings.llm.rewrite_model,
     ):

@@ -182,6 +182,12 @@ UnusableKind = Literal[
     "request_too_large",
     "invalid_answers",
 ]
+# Kinds about the key or the account (any answer disproves them), and kinds about one model
+# (only an answer from that model does; a configuration naming another model has moved on).
+ACCOUNT_KINDS: frozenset[UnusableKind] = frozenset({"authentication", "permission", "billing"})
+MODEL_KINDS: frozenset[UnusableKind] = frozenset(
+    {"model_not_found", "request_too_large", "invalid_answers"}
+)
 
 # What the operator must do about each kind; `{model}` is the model the calls asked for.
 _REMEDIES: dict[UnusableKind, str] = {

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from memoryd.llm.base import ACCOUNT_KINDS
 from memoryd.state._codec import canonical_json
 from memoryd.state.db import StateDB
 
@@ -29,8 +30,6 @@ RELOG_INTERVAL = timedelta(hours=1)
 # server's words count for a problem the server stated (one with an HTTP status), not for the
 # validation errors of invalid answers, which vary from answer to answer.
 _IDENTITY = ("kind", "endpoint", "model", "status", "error_type")
-# Problems any answer disproves: the call went through, so key, account and endpoint work.
-_ACCOUNT_KINDS = frozenset({"authentication", "permission", "billing"})
 
 
 class Meta:
@@ -116,7 +115,8 @@ def clear_unusable_llm(meta: Meta, *, model: str, valid_answer: bool) -> dict[st
         return None
     kind = record.get("kind")
     same_model = record.get("model") == model
-    if kind in _ACCOUNT_KINDS or (same_model and (valid_answer or kind != "invalid_answers")):
+    # Any answer means the call went through: key, account and endpoint work.
+    if kind in ACCOUNT_KINDS or (same_model and (valid_answer or kind != "invalid_answers")):
         meta.delete(UNUSABLE_LLM_KEY)
         return record
     return None
