@@ -353,9 +353,15 @@ def _check_source(source: SourceSettings, key: str, report: CheckReport) -> None
         if not glob.glob(source.path, recursive=True):
             report.warnings.append(f"At '{key}': nothing matches {source.path} yet")
         return
-    if not path.exists():
+    try:
+        is_dir = path.is_dir()
+        exists = is_dir or path.exists()
+    except OSError as error:  # a parent folder it cannot enter (a 0700 home), a link loop
+        report.problems.append(f"At '{key}': {path} is not readable: {error.strerror or error}")
+        return
+    if not exists:
         report.warnings.append(f"At '{key}': {path} does not exist yet")
         return
-    mode = os.R_OK | (os.X_OK if path.is_dir() else 0)
+    mode = os.R_OK | (os.X_OK if is_dir else 0)
     if not os.access(path, mode):
         report.problems.append(f"At '{key}': {path} is not readable")

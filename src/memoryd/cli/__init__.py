@@ -11,13 +11,21 @@ error (the LLM's account, key, model or endpoint included).
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
 from memoryd import LOG_LEVELS, __version__
-from memoryd.errors import EXIT_CONFIG, EXIT_USAGE, ConfigError, MemorydError
+from memoryd.errors import (
+    EXIT_CONFIG,
+    EXIT_FAILED,
+    EXIT_TEMPFAIL,
+    EXIT_USAGE,
+    ConfigError,
+    MemorydError,
+)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -89,3 +97,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         log.error("command.failed", command=args.command, error=str(error))
         print(f"memoryd {args.command}: {error}", file=sys.stderr)
         return error.exit_code
+    except OSError as error:
+        # Disk full, a read-only store, a folder taken away: a JSON event and a clean exit code,
+        # never a bare traceback (issue 12). Nothing stored is lost: every job commits or not.
+        code = _os_error_exit_code(error)
+        log.error(
+            "command.failed",
+            command=args.command,
+            error=str(error),
+            errno=errno.errorcode.get(error.errno or 0),
+            path=error.filename,
+        )
+        print(f"memoryd {args.command}: {error}", file=sys.stderr)
+        return code
+
+
+def _os_error_exit_code(error: OSError) -> int:
+    """75 when waiting may fix it (disk or quota full), 78 when the operator must (permissions,
+    a read-only file system), 1 otherwise."""
+    if error.errno in {errno.ENOSPC, errno.EDQUOT}:
+        return EXIT_TEMPFAIL
+    if error.errno in {errno.EROFS, errno.EACCES, errno.EPERM}:
+        return EXIT_CONFIG
+    return EXIT_FAILED

@@ -271,7 +271,11 @@ def cmd_init(
     from memoryd.store.layout import init_store  # noqa: PLC0415
 
     report = check_environment(config.settings, environ)
-    blocking = [p for p in report.problems if p.startswith(("At 'store.", "At 'state."))]
+    blocking = [
+        p
+        for p in report.problems
+        if p.startswith(("At 'store.", "At 'state.")) or " is not readable" in p
+    ]
     if blocking:
         raise ConfigError(config.path, blocking)
     store = config.settings.store

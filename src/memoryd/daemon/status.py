@@ -203,7 +203,8 @@ def _sources(settings: Settings, cursors: dict[tuple[str, str, str], str]) -> li
             for (agent, key, path), text in cursors.items()
             if agent == source.agent and key == source.key
         }
-        lags = source.reader.lag(mine)
+        report = source.reader.lag_report(mine)
+        lags = report.lags
         result.append(
             {
                 "agent": source.agent,
@@ -211,6 +212,9 @@ def _sources(settings: Settings, cursors: dict[tuple[str, str, str], str]) -> li
                 "files": len(lags),
                 "lag_bytes": sum(lags.values()),
                 "lagging_files": {path: lag for path, lag in sorted(lags.items()) if lag},
+                # What cannot be read (issue 12): never shown as an empty source.
+                "unreadable": report.unreadable,
+                "skipped": [{"path": s.path, "reason": s.reason} for s in report.skipped],
             }
         )
     return result
@@ -261,9 +265,18 @@ def render_status(report: dict[str, Any]) -> str:
         rewrite += " (also right after the daemon starts: the last one is over a week old)"
     lines.append(f"next rewrite: {rewrite}")
     for source in report["sources"]:
+        if source.get("unreadable"):
+            lines.append(
+                f"source {source['agent']} {source['source']}: UNREADABLE "
+                f"({source['unreadable']}); nothing is read from it until that is fixed"
+            )
+            continue
         lines.append(
             f"source {source['agent']} {source['source']}: {source['files']} files, "
             f"{source['lag_bytes']} bytes not read yet"
+        )
+        lines.extend(
+            f"  skipped {item['path']}: {item['reason']}" for item in source.get("skipped", ())
         )
     spend = report["spend_today"]
     budget = f"${spend['budget_usd']:.2f}" if spend["budget_usd"] else "no ceiling"

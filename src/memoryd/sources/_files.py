@@ -15,9 +15,11 @@ The caller has already stat'ed the file. Steps for a line format:
 
 from __future__ import annotations
 
+import errno
 import gzip
 import hashlib
 import os
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -104,7 +106,7 @@ def placeholder_cursor(
 
     It carries the backfill cutoff, so the later read that reaches the file still applies it.
     """
-    with path.open("rb") as raw:
+    with open_regular(path) as raw:
         identity, _ = identity_of(raw, status)
     return FileCursor(path=str(path), identity=identity, not_before=not_before, size=-1)
 
@@ -140,10 +142,28 @@ def _restarted(
     )
 
 
+def open_regular(path: Path) -> BinaryIO:
+    """Open a file for reading only if it is a regular file; raise OSError otherwise.
+
+    The open never blocks: a FIFO put where a transcript was (after the walk checked it) would
+    otherwise wait for a writer for ever. O_NONBLOCK means nothing to a regular file.
+    """
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        regular = stat.S_ISREG(os.fstat(descriptor).st_mode)
+    except OSError:
+        os.close(descriptor)
+        raise
+    if not regular:
+        os.close(descriptor)
+        raise OSError(errno.EINVAL, "not a regular file", str(path))
+    return os.fdopen(descriptor, "rb")
+
+
 @contextmanager
 def _open(path: Path, compressed: bool) -> Iterator[tuple[BinaryIO, BinaryIO]]:
     """Yield (raw file, stream of content); the content is decompressed for gzipped files."""
-    with path.open("rb") as raw:
+    with open_regular(path) as raw:
         if compressed:
             with gzip.GzipFile(fileobj=raw, mode="rb") as content:
                 yield raw, content  # type: ignore[misc]  # GzipFile is a BinaryIO in practice
@@ -316,7 +336,7 @@ def read_document_file(fmt: DocumentFormat, arguments: ReadArguments) -> FileOut
         arguments.cursor,
         arguments.options,
     )
-    with path.open("rb") as raw:
+    with open_regular(path) as raw:
         identity, _ = identity_of(raw, status)
         state = cursor.state if cursor is not None else {}
         cutoff = cursor.not_before if cursor is not None else arguments.not_before

@@ -35,8 +35,9 @@ from memoryd.sources._files import (
     read_line_file,
     unchanged,
 )
+from memoryd.sources._rotation import needs_rescue, rotated_copy
 from memoryd.sources.cursor import FileCursor, FileIdentity
-from memoryd.sources.discovery import discover
+from memoryd.sources.discovery import Survey, survey
 from memoryd.sources.formats import DocumentFormat, LineFormat, MalformedDocumentError
 from memoryd.sources.model import Conversation
 from memoryd.sources.registry import get_format
@@ -95,6 +96,16 @@ class ReadResult:
     skipped: list[SkipReport] = field(default_factory=list)
     stats: ReadStats = field(default_factory=ReadStats)
     more: bool = False  # the byte budget ran out before everything new was read
+    unreadable: str | None = None  # why the source path itself could not be read, if so
+
+
+@dataclass
+class LagReport:
+    """What `memoryd status` shows of a source: bytes not read yet, and what cannot be read."""
+
+    lags: dict[str, int]
+    skipped: list[SkipReport] = field(default_factory=list)
+    unreadable: str | None = None
 
 
 def _same_file(cursor: FileCursor, status: os.stat_result) -> bool:
@@ -119,9 +130,13 @@ class SourceReader:
 
     def files(self) -> list[str]:
         """The files the source names right now, sorted."""
-        found = discover(self.source.path, self.format.accepts)
+        return self.survey().files
+
+    def survey(self) -> Survey:
+        """The files the source names right now, and what the walk refused or could not read."""
+        found = survey(self.source.path, self.format.accepts)
         if isinstance(self.format, LineFormat):
-            found = self.format.select(found)
+            found.files = self.format.select(found.files)
         return found
 
     def read(
@@ -142,7 +157,9 @@ class SourceReader:
         stats = ReadStats()
         result = ReadResult(conversations=[], cursors={}, stats=stats)
         statuses: dict[str, os.stat_result] = {}
-        for key in self.files():
+        found = self.survey()
+        self._refused(result, found, cursors)
+        for key in found.files:
             try:
                 statuses[key] = os.stat(key)
             except FileNotFoundError:
@@ -151,8 +168,8 @@ class SourceReader:
                 self._skip(result, key, f"cannot stat: {error.strerror or error}")
                 self._keep(result, cursors.get(key))
         unread = {key: c for key, c in cursors.items() if key not in result.cursors}
+        budget = self._rescue(result, statuses, unread, max_bytes)
         matched = self._match(statuses, unread, stats)
-        budget = max_bytes
         for key, status in statuses.items():
             stats.files_seen += 1
             cursor = matched.get(key)
@@ -180,6 +197,70 @@ class SourceReader:
             if not outcome.at_eof:
                 result.more = True
         return result
+
+    def _rescue(
+        self,
+        result: ReadResult,
+        statuses: Mapping[str, os.stat_result],
+        unread: dict[str, FileCursor],
+        budget: int,
+    ) -> int:
+        """Read to its end a file rotated away under a name the source does not read.
+
+        A renamed file's cursor is used up here (the file now at its old path is new); a copy
+        taken before a truncation is read from the cursor, and the truncated file is then read
+        again from the start as usual. Return the budget left.
+        """
+        fmt = self.format
+        if not isinstance(fmt, LineFormat):
+            return budget
+        where = {(status.st_dev, status.st_ino): key for key, status in statuses.items()}
+        for key, cursor in sorted(unread.items()):
+            moved_to = where.get((cursor.identity.device, cursor.identity.inode), key)
+            if (
+                budget <= 0
+                or moved_to != key  # renamed to a name the walk finds: adopted as usual
+                or fmt.compressed(Path(key))
+                or not needs_rescue(cursor, statuses.get(key))
+            ):
+                continue
+            found = rotated_copy(cursor, statuses)
+            if found is None:
+                continue
+            path, copy_status = found
+            renamed = (copy_status.st_dev, copy_status.st_ino) == (
+                cursor.identity.device,
+                cursor.identity.inode,
+            )
+            identity = replace(cursor.identity, device=copy_status.st_dev, inode=copy_status.st_ino)
+            outcome = self._read_file(
+                result,
+                path=Path(path),
+                status=copy_status,
+                cursor=replace(cursor, path=path, identity=identity),
+                not_before=None,
+                budget=budget,
+            )
+            if outcome is None:
+                continue
+            _log.info(
+                "source.rotated_read",
+                path=key,
+                rotated_to=path,
+                renamed=renamed,
+                turns=sum(len(c.turns) for c in outcome.conversations),
+                agent=self.agent,
+                format=fmt.name,
+            )
+            budget -= max(outcome.consumed, 1)
+            result.stats.add(outcome)
+            result.conversations.extend(outcome.conversations)
+            if not outcome.at_eof:
+                result.more = True
+                result.cursors[path] = outcome.cursor
+            if renamed or key == path:
+                del unread[key]
+        return budget
 
     def _match(
         self,
@@ -220,8 +301,18 @@ class SourceReader:
 
         A half-written last line counts: it is not read yet.
         """
-        lags: dict[str, int] = {}
-        for key in self.files():
+        return self.lag_report(cursors).lags
+
+    def lag_report(self, cursors: Mapping[str, FileCursor]) -> LagReport:
+        """`lag`, with the files and folders the source cannot read (and why)."""
+        found = self.survey()
+        report = LagReport(
+            lags={},
+            skipped=[SkipReport(path, reason) for path, reason in found.skipped],
+            unreadable=found.unreadable,
+        )
+        lags = report.lags
+        for key in found.files:
             try:
                 status = os.stat(key)
             except OSError:
@@ -239,7 +330,28 @@ class SourceReader:
                 lags[key] = status.st_size
             else:
                 lags[key] = status.st_size - cursor.position
-        return lags
+        return report
+
+    def _refused(
+        self, result: ReadResult, found: Survey, cursors: Mapping[str, FileCursor]
+    ) -> None:
+        """Log what the walk refused; keep the cursors of files it could not look at.
+
+        A file in a folder that cannot be listed (or in an unreadable source) is not gone: its
+        cursor is carried over unchanged, so nothing is read twice when it can be read again.
+        """
+        hidden: list[str] = []
+        if found.unreadable is not None:
+            result.unreadable = found.unreadable
+            self._skip(result, self.source.path, f"cannot read the source: {found.unreadable}")
+            hidden.append("")
+        for path, reason in found.skipped:
+            self._skip(result, path, reason)
+            hidden.append(path.rstrip(os.sep) + os.sep)
+        if hidden:
+            for key, cursor in cursors.items():
+                if any(key.startswith(prefix) for prefix in hidden):
+                    self._keep(result, cursor)
 
     def _read_file(  # noqa: PLR0917 - private; called once, with keywords
         self,

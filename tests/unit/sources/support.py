@@ -6,14 +6,21 @@ written by `tests.fakes.transcripts`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+import pickle
+import tempfile
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
+from typing import TypeVar
 
 from memoryd.settings import SourceSettings
 from memoryd.sources.cursor import FileCursor
 from memoryd.sources.model import Turn
 from memoryd.sources.reader import DEFAULT_MAX_BYTES, ReadResult, SourceReader
+
+T = TypeVar("T")
+NOBODY = 65534
 
 
 def make_reader(fmt: str, path: Path | str, *, routine: str | None = None) -> SourceReader:
@@ -57,3 +64,39 @@ def read_until_done(
         collected += texts(result)
         reads += 1
     return collected, result, reads
+
+
+def as_unprivileged(work: Callable[[], T]) -> T:
+    """Run `work` where file permissions apply: as is for a normal user; as root, in a forked
+    child that became `nobody` (root reads every file, so a 0700 folder proves nothing). The
+    result travels back pickled; an exception in the child fails the test with its text."""
+    if os.geteuid() != 0:
+        return work()
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child's coverage is not collected
+        os.close(read_end)
+        try:
+            os.setgid(NOBODY)
+            os.setuid(NOBODY)
+            payload = pickle.dumps(("ok", work()))
+        except BaseException as error:  # noqa: BLE001 - reported to the parent, whatever it is
+            payload = pickle.dumps(("error", f"{type(error).__name__}: {error}"))
+        with os.fdopen(write_end, "wb") as pipe:
+            pipe.write(payload)
+        os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as pipe:
+        data = pipe.read()
+    os.waitpid(pid, 0)
+    status, value = pickle.loads(data)  # noqa: S301 - our own child's bytes
+    if status != "ok":
+        raise AssertionError(f"in the unprivileged child: {value}")
+    return value  # type: ignore[no-any-return]
+
+
+def open_folder() -> Path:
+    """A temporary folder `nobody` can enter (pytest's own are private to their user)."""
+    folder = Path(tempfile.mkdtemp(prefix="memoryd-sources-"))
+    folder.chmod(0o755)
+    return folder
