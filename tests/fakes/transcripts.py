@@ -319,6 +319,50 @@ def write_paperclip(folder: Path, dialogue: Sequence[Said]) -> Path:
     return run_logs
 
 
+def write_paperclip_run(path: Path, events: Sequence[tuple[int, Mapping[str, Any] | str]]) -> Path:
+    """A Paperclip run log of any adapter: each (turn index, stdout event) is written as the
+    process printed it, one JSON line (or a plain text line) cut into two unaligned chunks, after
+    Paperclip's own stderr notice."""
+    chunks: list[dict[str, Any]] = [
+        {"ts": iso(0), "stream": "stderr", "chunk": f"[paperclip] {DECOY} resume skipped\n"}
+    ]
+    for index, value in events:
+        text = (value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)) + "\n"
+        middle = len(text) // 2
+        for piece in (text[:middle], text[middle:]):
+            chunks.append(
+                {"ts": iso(index), "stream": "stdout", "chunk": piece, "seq": len(chunks)}
+            )
+    write_lines(path, chunks)
+    return path
+
+
+def codex_exec_events(dialogue: Sequence[Said]) -> list[tuple[int, Mapping[str, Any]]]:
+    """`codex exec --json` stdout (Paperclip's codex_local adapter) for a dialogue without user
+    turns (the prompt is the command's argument): agent messages and command executions, with
+    the reasoning and lifecycle events the reader must not return."""
+    events: list[tuple[int, Mapping[str, Any]]] = [
+        (0, {"type": "thread.started", "thread_id": "thread-1"}),
+        (0, {"type": "turn.started"}),
+    ]
+    for index, (role, text) in enumerate(dialogue):
+        item_id = f"item_{index}"
+        if role == "assistant":
+            reasoning = {"id": f"r{index}", "type": "reasoning", "text": DECOY}
+            events.append((index, {"type": "item.completed", "item": reasoning}))
+            message = {"id": item_id, "type": "agent_message", "text": text}
+            events.append((index, {"type": "item.completed", "item": message}))
+        elif role == "tool":
+            started = {"id": item_id, "type": "command_execution", "command": DECOY}
+            events.append((index, {"type": "item.started", "item": started}))
+            done = {**started, "aggregated_output": text, "exit_code": 0, "status": "completed"}
+            events.append((index, {"type": "item.completed", "item": done}))
+        else:
+            raise ValueError("codex exec --json has no user turns")
+    events.append((len(dialogue), {"type": "turn.completed", "usage": {"input_tokens": 1}}))
+    return events
+
+
 # --- chatgpt-export -------------------------------------------------------------------------
 
 CHATGPT_CONVERSATION = "c6a70000-0000-4000-8000-000000000005"

@@ -20,12 +20,12 @@ import gzip
 import hashlib
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from memoryd.sources._lines import LineScan, last_line_end
 from memoryd.sources._tree import prune_abandoned
@@ -74,6 +74,22 @@ class FileOutcome:
     before_since: int = 0
     restarted: str | None = None  # "replaced", "truncated" or "rewritten"
     at_eof: bool = True
+    skipped: dict[str, int] = field(default_factory=dict)  # records not read, by reason
+
+
+SKIPPED_STATE = "skipped"  # the cursor state key holding a file's running counts of skips
+
+
+def with_skips(state: dict[str, Any], before: Mapping[str, Any], new: Mapping[str, int]) -> None:
+    """Carry a file's running counts of skipped records into its next cursor state."""
+    stored = before.get(SKIPPED_STATE)
+    totals = (
+        {k: v for k, v in stored.items() if isinstance(v, int)} if isinstance(stored, dict) else {}
+    )
+    for reason, count in new.items():
+        totals[reason] = totals.get(reason, 0) + count
+    if totals:
+        state[SKIPPED_STATE] = dict(sorted(totals.items()))
 
 
 def unchanged(cursor: FileCursor | None, status: os.stat_result) -> bool:
@@ -236,6 +252,7 @@ def _scan(
             offsets[id(record)] = offset
             records.append(record)
     records.extend(decoder.flush())
+    outcome.skipped = decoder.skipped()
     outcome.lines = scan.line - cursor.line
     outcome.long_lines = scan.long_lines
     outcome.consumed = scan.position - cursor.position
@@ -253,6 +270,8 @@ def _scan(
 
     context = FileContext(options.agent, options.routine, fmt.name, str(path), fallback)
     outcome.conversations = assemble(records, context)
+    state = decoder.state()
+    with_skips(state, cursor.state, outcome.skipped)
     reread_until = cursor.reread_until
     if reread_until is not None and (scan.reached_eof or scan.position >= reread_until):
         reread_until = None
@@ -263,7 +282,7 @@ def _scan(
         in_long_line=scan.in_long_line,
         reread_until=reread_until,
         last_timestamp=last_time or cursor.last_timestamp,
-        state=decoder.state(),
+        state=state,
     )
     outcome.cursor = _finished(advanced, cursor.identity, status, scan.reached_eof)
     return outcome

@@ -107,7 +107,7 @@ class _ClaudeDecoder(Decoder):
             record.merge_id = _string(message.get("id"))
         else:
             record.parts = [
-                _clean_user(part) for part in content_parts(message.get("content"), "user")
+                clean_user_part(part) for part in content_parts(message.get("content"), "user")
             ]
             record.parts = [part for part in record.parts if part.text.strip()]
         if record.parts:
@@ -123,7 +123,7 @@ class _ClaudeDecoder(Decoder):
         return {"had_dialogue": self._had_dialogue}
 
 
-def _clean_user(part: Part) -> Part:
+def clean_user_part(part: Part) -> Part:
     """Turn Claude Code's slash-command markup into the command line the user typed."""
     if part.role != "user":
         return part

@@ -28,7 +28,25 @@ class MalformedDocumentError(MemorydError):
 
 
 class Decoder(ABC):
-    """Decodes the lines of one file during one read."""
+    """Decodes the lines of one file during one read.
+
+    What a decoder meets but cannot read (an event of an unknown shape, a record it knows it
+    must not read as dialogue but cannot read otherwise) is noted with `note_skipped`: the
+    reader logs it as `source.skipped` and `memoryd status` shows the running count, so nothing
+    is ever read as silently empty.
+    """
+
+    _skips: dict[str, int] | None = None
+
+    def note_skipped(self, reason: str, count: int = 1) -> None:
+        """Count one more record skipped for `reason` in this read."""
+        if self._skips is None:
+            self._skips = {}
+        self._skips[reason] = self._skips.get(reason, 0) + count
+
+    def skipped(self) -> dict[str, int]:
+        """The records skipped in this read, by reason."""
+        return dict(self._skips or {})
 
     @abstractmethod
     def decode(self, raw: bytes, line: int) -> list[Record]:

@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from memoryd.sources.formats import Decoder, LineFormat
-from memoryd.sources.model import Role
+from memoryd.sources.paperclip_events import DELTA, UNKNOWN, decode_event
 from memoryd.sources.records import (
     MalformedLineError,
+    Part,
     Record,
-    content_parts,
     load_object,
     merge_messages,
     parse_timestamp,
@@ -97,33 +97,38 @@ class _PaperclipDecoder(Decoder):
         return records
 
     def _event(self, text: str, first: int, last: int) -> list[Record]:
+        if not text.strip():
+            return []
         try:
             event = json.loads(text)
         except (ValueError, RecursionError):
-            return []  # plain process output, not an event
-        if not isinstance(event, dict) or event.get("type") not in {"assistant", "user"}:
+            self.note_skipped("stdout line that is not a JSON event")
             return []
-        message = event.get("message")
-        if not isinstance(message, dict):
+        if not isinstance(event, dict):
+            self.note_skipped(UNKNOWN)
             return []
-        role: Role = "assistant" if event["type"] == "assistant" else "user"
-        parts = content_parts(message.get("content"), role)
-        if not parts:
+        decoded = decode_event(event)
+        if not decoded.known:
+            kind = event.get("type")
+            self.note_skipped(f"{UNKNOWN} (type {kind!r})" if isinstance(kind, str) else UNKNOWN)
             return []
-        merge_id = message.get("id") if role == "assistant" else None
+        if not decoded.parts:
+            return []
         return [
             Record(
                 line=first,
                 end_line=last,
                 session_id=self._run,
-                parts=parts,
+                parts=decoded.parts,
                 timestamp=parse_timestamp(self._pending_time),
-                merge_id=merge_id if isinstance(merge_id, str) else None,
+                merge_id=decoded.merge_id,
+                sidechain=decoded.subagent is not None,
+                subagent=decoded.subagent,
             )
         ]
 
     def finish(self, records: list[Record]) -> list[Record]:
-        return merge_messages(records)
+        return merge_messages(_join_deltas(records))
 
     def state(self) -> dict[str, Any]:
         return {
@@ -131,3 +136,25 @@ class _PaperclipDecoder(Decoder):
             "pending_line": self._pending_line,
             "pending_time": self._pending_time,
         }
+
+
+def _join_deltas(records: list[Record]) -> list[Record]:
+    """Join back-to-back streamed pieces of one reply (gemini's `delta` messages) as written."""
+    joined: list[Record] = []
+    for record in records:
+        previous = joined[-1] if joined else None
+        if (
+            previous is not None
+            and record.merge_id == DELTA
+            and previous.merge_id == DELTA
+            and previous.subagent == record.subagent
+        ):
+            last = previous.parts[-1]
+            previous.parts[-1] = Part(last.role, last.text + record.parts[0].text, last.trusted)
+            previous.end_line = record.end_line
+            continue
+        joined.append(record)
+    for record in joined:
+        if record.merge_id == DELTA:
+            record.merge_id = None
+    return joined

@@ -27,6 +27,7 @@ import structlog
 
 from memoryd.settings import SourceSettings
 from memoryd.sources._files import (
+    SKIPPED_STATE,
     FileOutcome,
     ReadArguments,
     ReadOptions,
@@ -313,6 +314,11 @@ class SourceReader:
         )
         lags = report.lags
         for key in found.files:
+            noted = cursors[key].state.get(SKIPPED_STATE) if key in cursors else None
+            if isinstance(noted, dict):
+                report.skipped.extend(
+                    SkipReport(key, f"{reason} ({count} so far)") for reason, count in noted.items()
+                )
             try:
                 status = os.stat(key)
             except OSError:
@@ -379,6 +385,15 @@ class SourceReader:
                 "source.restarted",
                 path=str(path),
                 reason=outcome.restarted,
+                agent=self.agent,
+                format=fmt.name,
+            )
+        for reason, count in sorted(outcome.skipped.items()):
+            _log.warning(
+                "source.skipped",
+                path=str(path),
+                reason=reason,
+                records=count,
                 agent=self.agent,
                 format=fmt.name,
             )
