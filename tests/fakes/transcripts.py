@@ -112,6 +112,32 @@ def write_claude_code(folder: Path, dialogue: Sequence[Said]) -> Path:
             add("user", [result], index, toolUseResult={"stdout": DECOY})
         lines.append({"type": "file-history-snapshot", "messageId": parent, "snapshot": {}})
     write_lines(project / f"{CLAUDE_SESSION}.jsonl", lines)
+    # Claude Code's compaction runs as a pseudo-subagent: its prompt and summary are not dialogue.
+    compaction = {
+        "isSidechain": True,
+        "agentId": "acompact-5e5510",
+        "sessionId": CLAUDE_SESSION,
+        "timestamp": iso(len(dialogue) - 1),
+    }
+    write_lines(
+        project / CLAUDE_SESSION / "subagents" / "agent-acompact-5e5510.jsonl",
+        [
+            {
+                "type": "user",
+                "uuid": "c1",
+                "parentUuid": None,
+                "message": {"role": "user", "content": f"{DECOY} summarise the conversation"},
+                **compaction,
+            },
+            {
+                "type": "assistant",
+                "uuid": "c2",
+                "parentUuid": "c1",
+                "message": {"id": "msg_c", "content": [{"type": "text", "text": DECOY}]},
+                **compaction,
+            },
+        ],
+    )
     return project
 
 

@@ -14,8 +14,10 @@ Rules (research: transcript-formats.md §1):
 - A compaction summary is skipped once the file has shown dialogue before it: the originals are
   in the file. Only a file that starts with one (a continued session) keeps it.
 - Subagent transcripts (inline `isSidechain`, legacy `agent-*.jsonl`, `<session>/subagents/`)
-  are attributed to their session and marked sidechain. `tool-results/` spill files and
-  `journal.jsonl` are not transcripts and are never read.
+  are attributed to their session and marked sidechain. The compaction pseudo-subagent
+  (`subagents/agent-acompact-*.jsonl`: Claude Code's summarisation prompt and the summary it
+  got) is not dialogue and never read, like the compaction summary in the session file.
+  `tool-results/` spill files and `journal.jsonl` are not transcripts and are never read.
 - A uuid seen before is a duplicate and dropped.
 """
 
@@ -41,6 +43,9 @@ _COMMAND = re.compile(r"<command-(name|message|args)>(.*?)</command-\1>", re.DOT
 _NOISE = re.compile(
     r"<(local-command-stdout|local-command-caveat|system-reminder)>.*?</\1>", re.DOTALL
 )
+# Claude Code runs its compaction as a pseudo-subagent: `<session>/subagents/agent-acompact-*`.
+_COMPACTION_ID = "acompact"
+_COMPACTION_AGENT = "agent-" + _COMPACTION_ID
 _INTERRUPTED = re.compile(r"^\[Request interrupted by user[^\]]*\]$")
 
 
@@ -53,6 +58,7 @@ class ClaudeCodeFormat(LineFormat):
         return (
             name.endswith(".jsonl")
             and name != "journal.jsonl"
+            and not name.startswith(_COMPACTION_AGENT)
             and "tool-results" not in folder.split(os.sep)
         )
 
@@ -83,6 +89,8 @@ class _ClaudeDecoder(Decoder):
         if kind == "system" and entry.get("subtype") == "compact_boundary":
             parent = _string(entry.get("logicalParentUuid")) or parent
         subagent = self._subagent or _string(entry.get("agentId"))
+        if subagent is not None and subagent.startswith(_COMPACTION_ID):
+            return []  # the compaction's own prompt and summary: derivative, never dialogue
         record = Record(
             line=line,
             end_line=line,
