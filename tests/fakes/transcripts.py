@@ -203,12 +203,26 @@ def write_codex(folder: Path, dialogue: Sequence[Said]) -> Path:
 OPENCLAW_SESSION = "0c1a0000-0000-4000-8000-000000000003"
 
 
-def _gateway_envelope(index: int, text: str) -> str:
-    """User text as a gateway wraps it: sender metadata, then the local time it was sent."""
+def gateway_envelope(index: int, text: str, *, stamp: bool = True) -> str:
+    """User text as a gateway wraps it today: conversation info, sender metadata, then the
+    local time it was sent (GMT+9 here). Without `stamp`, only the conversation info's
+    `timestamp` (UTC, as Telegram's is) says when."""
     local = moment(index) + timedelta(hours=9)
-    stamp = f"[{_WEEKDAYS[local.weekday()]} {local:%Y-%m-%d %H:%M} GMT+9]"
-    metadata = json.dumps({"label": DECOY, "channel": "telegram"})
-    return f"Sender (untrusted metadata):\n```json\n{metadata}\n```\n\n{stamp} {text}"
+    when = f"[{_WEEKDAYS[local.weekday()]} {local:%Y-%m-%d %H:%M} GMT+9] " if stamp else ""
+    utc = moment(index)
+    info = {
+        "message_id": str(3000 + index),
+        "sender_id": DECOY,
+        "conversation_label": f"{DECOY} id:-100389",
+        "timestamp": f"{_WEEKDAYS[utc.weekday()]} {utc:%Y-%m-%d %H:%M} UTC",
+        "is_group_chat": True,
+    }
+    sender = {"label": DECOY, "id": "72916257", "username": DECOY}
+    return (
+        f"Conversation info (untrusted metadata):\n```json\n{json.dumps(info, indent=2)}\n```\n\n"
+        f"Sender (untrusted metadata):\n```json\n{json.dumps(sender, indent=2)}\n```\n\n"
+        f"{when}{text}"
+    )
 
 
 def write_openclaw(folder: Path, dialogue: Sequence[Said]) -> Path:
@@ -244,7 +258,7 @@ def write_openclaw(folder: Path, dialogue: Sequence[Said]) -> Path:
     regenerated = False
     for index, (role, text) in enumerate(dialogue):
         if role == "user":
-            content = [{"type": "text", "text": _gateway_envelope(index, text)}]
+            content = [{"type": "text", "text": gateway_envelope(index, text)}]
             entry("message", index, message={"role": "user", "content": content})
         elif role == "assistant":
             if not regenerated:  # the first answer was regenerated: its old branch is dropped

@@ -3,6 +3,9 @@
 A message runs from its heading or prefix line to the next one; lines before the first message
 are preamble. The preamble may name the session (`**Session ID**: ...`, else the file name) and
 its start (`# Session: <time>`); a `> <time>` line right under a heading dates that message.
+User text wrapped in an OpenClaw gateway envelope (the "Conversation info" and "Sender"
+metadata blocks, a `[Wed 2026-03-18 09:42 UTC]` stamp; see `_envelope`) is unwrapped, and the
+time the envelope gives dates that message.
 Messages without a time of their own take the last known one; with none at all, a `YYYY-MM-DD`
 date in the file name (noon UTC), else the file's modification time.
 
@@ -19,6 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from memoryd.sources._envelope import strip_envelope
 from memoryd.sources.formats import Decoder, LineFormat
 from memoryd.sources.model import Role
 from memoryd.sources.records import MalformedLineError, Part, Record, parse_timestamp
@@ -75,6 +79,8 @@ class _MarkdownDecoder(Decoder):
         self._last = 0
         self._message_time: datetime | None = None
         self._fresh_heading = False
+        self._dated = bool(state.get("dated", False))  # a message of known time was read
+        self._undated_ids: set[int] = set()  # first lines of messages read before that
 
     def decode(self, raw: bytes, line: int) -> list[Record]:
         try:
@@ -126,8 +132,17 @@ class _MarkdownDecoder(Decoder):
         self._lines = []
         if self._role is None or not body:
             return []
-        if self._message_time is not None:
+        if self._role == "user":
+            body, sent = strip_envelope(body)
+            if not body:
+                return []
+            self._message_time = self._message_time or sent
+        own = self._message_time is not None
+        if own:
             self._time = self._message_time
+        elif not self._dated:
+            self._undated_ids.add(self._first)  # before any message of known time
+        self._dated = self._dated or own
         return [
             Record(
                 line=self._first,
@@ -142,9 +157,24 @@ class _MarkdownDecoder(Decoder):
     def flush(self) -> list[Record]:
         return self._close()
 
+    def finish(self, records: list[Record]) -> list[Record]:
+        """Messages before the first one of known time happened no later than it (a memory file
+        that opens with the assistant's reply must not be dated by its header, written later)."""
+        first_dated = next(
+            (r.timestamp for r in records if r.line not in self._undated_ids and r.parts), None
+        )
+        if first_dated is not None:
+            for record in records:
+                if record.line not in self._undated_ids:
+                    break
+                if record.timestamp is not None and record.timestamp > first_dated:
+                    record.timestamp = first_dated
+        return records
+
     def state(self) -> dict[str, Any]:
         return {
             "session": self._session,
             "time": None if self._time is None else self._time.isoformat(),
             "role": self._role,
+            "dated": self._dated,
         }

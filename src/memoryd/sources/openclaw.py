@@ -8,8 +8,9 @@ Rules (research: transcript-formats.md §2):
   Abandoned branches are dropped (see `_tree`).
 - Assistant mirrors of text already delivered to a channel (`provider: openclaw`,
   `model: delivery-mirror`) and gateway-injected notices are duplicates or noise and dropped.
-- The "Sender (untrusted metadata)" envelope and the `[Sun 2026-03-08 22:03 GMT+9]` stamp a
-  gateway wraps around user text are removed, as is the `[[reply_to_current]]` reply tag.
+- The envelope a gateway wraps around user text ("Conversation info (untrusted metadata)",
+  "Sender (untrusted metadata)" and any such fenced block, then the `[Sun 2026-03-08 22:03
+  GMT+9]` stamp; see `_envelope`) is removed, as is the `[[reply_to_current]]` reply tag.
 - Reset archives (`*.reset.<ts>`), deleted copies and checkpoints are not read.
 """
 
@@ -20,13 +21,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from memoryd.sources._envelope import strip_envelope
 from memoryd.sources.formats import Decoder, LineFormat
 from memoryd.sources.records import Part, Record, content_parts, load_object, parse_timestamp
 
-_ENVELOPE = re.compile(
-    r"^\s*Sender \(untrusted metadata\):\s*```(?:json)?\s*\n.*?\n```\s*", re.DOTALL
-)
-_STAMP = re.compile(r"^\s*\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) \d{4}-\d{2}-\d{2} [^\]]*\]\s*")
 _REPLY_TAG = re.compile(r"\[\[\s*reply_to[^\]]*\]\]\s*")
 _ARCHIVE_MARKERS = (".reset.", ".deleted.", ".checkpoint.", ".bak")
 _DROPPED_MODELS = {"delivery-mirror", "gateway-injected"}
@@ -105,5 +103,4 @@ def _parts(message: dict[str, object]) -> list[Part]:
 
 
 def _unwrap(text: str) -> str:
-    text = _ENVELOPE.sub("", text, count=1)
-    return _STAMP.sub("", text, count=1).strip()
+    return strip_envelope(text)[0].strip()

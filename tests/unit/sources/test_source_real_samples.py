@@ -6,9 +6,14 @@ synthetic transcripts (`tests.fakes.transcripts`) in the format's test module.
 
 from __future__ import annotations
 
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
 from tests.shared_samples import SHARED_TRANSCRIPTS, requires_shared_transcripts
 
-from .support import make_reader, read_once, texts
+from .support import all_turns, make_reader, read_once, texts
 
 REAL = SHARED_TRANSCRIPTS / "real"
 SPOTTER = REAL / "claude-code" / "spotter"
@@ -28,3 +33,78 @@ def test_claude_code_compaction_pseudo_subagent_is_not_read_as_dialogue() -> Non
     assert not any("Your task is to create a detailed summary" in text for text in said)
     assert not any("<analysis>" in text for text in said)
     assert {c.metadata.get("subagent") for c in folder.conversations} == {"a7be2f0"}
+
+
+def first_question() -> str:
+    """The words of the first message of the banter file, after its envelope (the last line)."""
+    return raw_user_messages(BANTER)[0].splitlines()[-1]
+
+
+MEMORY = REAL / "markdown" / "openclaw-memory"
+BANTER = MEMORY / "2026-03-18-philosophical-banter.md"
+TIMED_OUT = MEMORY / "2026-03-18-request-timed-out-before-a-res.md"
+
+
+def raw_user_messages(path: Path) -> list[str]:
+    """The user messages of a memory file as OpenClaw wrote them, envelope and all."""
+    messages: list[list[str]] = []
+    current: list[str] | None = None
+    for text in path.read_text(encoding="utf-8").splitlines():
+        if text.startswith("user: "):
+            current = [text.removeprefix("user: ")]
+            messages.append(current)
+        elif text.startswith("assistant: "):
+            current = None
+        elif current is not None:
+            current.append(text)
+    return ["\n".join(lines).strip() for lines in messages]
+
+
+@pytest.mark.parametrize("path", [BANTER, TIMED_OUT], ids=["banter", "timed-out"])
+def test_openclaw_memory_files_lose_their_envelopes_and_keep_their_own_times(path: Path) -> None:
+    result = read_once(make_reader("markdown", path))
+    assert result.skipped == []
+    turns = all_turns(result)
+    users = [t for t in turns if t.role == "user"]
+    raw = sum(len(text) for text in raw_user_messages(path))
+    kept = sum(len(t.text) for t in users)
+    assert len(users) == 7
+    assert kept < raw * 0.1  # over 90% of what was written as user text is metadata
+    for turn in users:
+        assert "untrusted metadata" not in turn.text
+        assert "sender_id" not in turn.text
+    header = datetime(2026, 3, 18, 15, 17, tzinfo=UTC) if path is BANTER else None
+    times = [t.timestamp for t in turns]
+    assert times == sorted(times)  # no turn dated by the header written after them
+    assert len({t.timestamp for t in users}) == len(users)  # each its own time
+    if header is not None:
+        assert users[0].timestamp == datetime(2026, 3, 18, 9, 42, tzinfo=UTC)
+        assert users[0].text == first_question()
+        assert all(t.timestamp < header for t in turns)
+
+
+def test_openclaw_sessions_lose_the_current_envelope(tmp_path: Path) -> None:
+    """The real envelopes of a Telegram group, as an OpenClaw session log carries them."""
+    wrapped = raw_user_messages(BANTER)
+    lines: list[dict[str, object]] = [{"type": "session", "version": 3, "id": "tg-session"}]
+    parent = None
+    for index, text in enumerate(wrapped):
+        uid = f"e{index}"
+        lines.append(
+            {
+                "type": "message",
+                "id": uid,
+                "parentId": parent,
+                "timestamp": f"2026-03-18T09:{index:02d}:00Z",
+                "message": {"role": "user", "content": [{"type": "text", "text": text}]},
+            }
+        )
+        parent = uid
+    session = tmp_path / "sessions" / "tg-session.jsonl"
+    session.parent.mkdir()
+    session.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    said = texts(read_once(make_reader("openclaw", session.parent)))
+    assert said[0] == first_question()
+    assert len(said) == len(wrapped)
+    assert sum(map(len, said)) < sum(map(len, wrapped)) * 0.1
+    assert not any("untrusted metadata" in text or "username" in text for text in said)

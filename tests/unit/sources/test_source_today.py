@@ -1,0 +1,88 @@
+"""Formats as agents write them today (issue 12), on the project's own synthetic transcripts.
+
+The same points are checked on the real samples in `test_source_real_samples`.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from tests.fakes.transcripts import DECOY, gateway_envelope, moment
+
+from memoryd.sources._envelope import strip_envelope
+
+from .support import all_turns, make_reader, read_once
+
+
+def test_the_current_gateway_envelope_is_stripped_and_dates_the_message() -> None:
+    text, sent = strip_envelope(gateway_envelope(3, "what is on today?"))
+    assert text == "what is on today?"
+    assert sent == moment(3)
+    text, sent = strip_envelope(gateway_envelope(4, "no stamp", stamp=False))
+    assert (text, sent) == ("no stamp", moment(4))
+    old = 'Sender (untrusted metadata):\n```json\n{"label": "x"}\n```\n\n'
+    old += "[Thu 2026-02-26 07:49 PST] hi"
+    assert strip_envelope(old) == ("hi", None)  # a named zone is ambiguous: no time
+    plain = "Conversation info is what I need (untrusted or not)"
+    assert strip_envelope(plain) == (plain, None)
+
+
+def write_memory_file(folder: Path) -> Path:
+    """An OpenClaw session-memory file: header, then `user:`/`assistant:` lines, user text in
+    the gateway's envelope; it opens with an assistant message written before the first user
+    message but after the header's time."""
+    lines = [
+        f"# Session: {moment(30):%Y-%m-%d %H:%M:%S} UTC",
+        "",
+        f"- **Session Key**: agent:main:telegram:group:{DECOY}",
+        "- **Session ID**: memory-session-1",
+        "- **Source**: telegram",
+        "",
+        "## Conversation Summary",
+        "",
+        "assistant: Here is the news.",
+        "user: " + gateway_envelope(2, "any news about agents?", stamp=False),
+        "assistant: Two releases this week.",
+        "user: " + gateway_envelope(5, "and the launch?"),
+        "assistant: Friday.",
+    ]
+    path = folder / "memory" / "2026-03-01-news.md"
+    path.parent.mkdir(parents=True)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_markdown_strips_the_envelope_and_stamps_turns_with_their_own_times(
+    tmp_path: Path,
+) -> None:
+    result = read_once(make_reader("markdown", write_memory_file(tmp_path)))
+    turns = all_turns(result)
+    assert [(t.role, t.text) for t in turns] == [
+        ("assistant", "Here is the news."),
+        ("user", "any news about agents?"),
+        ("assistant", "Two releases this week."),
+        ("user", "and the launch?"),
+        ("assistant", "Friday."),
+    ]
+    assert not any(DECOY in t.text for t in turns)
+    assert [t.timestamp for t in turns] == [moment(2), moment(2), moment(2), moment(5), moment(5)]
+    assert result.conversations[0].session_id == "memory-session-1"
+
+
+@pytest.mark.parametrize("message", [1, 2, 3, 4])
+def test_markdown_times_hold_across_reads(tmp_path: Path, message: int) -> None:
+    path = write_memory_file(tmp_path)
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    starts = [i for i, text in enumerate(lines) if text.startswith(("user:", "assistant:"))]
+    split = starts[message]  # OpenClaw writes a memory file whole; at worst between messages
+    path.write_text("".join(lines[:split]), encoding="utf-8")
+    reader = make_reader("markdown", path)
+    first = read_once(reader)
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write("".join(lines[split:]))
+    second = read_once(reader, first.cursors)
+    users = [t for t in all_turns(first) + all_turns(second) if t.role == "user"]
+    assert [t.timestamp for t in users] == [moment(2), moment(5)]
+    assert all(t.timestamp < datetime(2026, 3, 2, tzinfo=UTC) for t in users)
