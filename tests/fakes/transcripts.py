@@ -408,6 +408,9 @@ def codex_exec_events(dialogue: Sequence[Said]) -> list[tuple[int, Mapping[str, 
 CHATGPT_CONVERSATION = "c6a70000-0000-4000-8000-000000000005"
 
 
+CHATGPT_CITATION = " \ue200filecite\ue202turn0file0\ue201"
+
+
 def write_chatgpt_export(folder: Path, dialogue: Sequence[Said]) -> Path:
     """The export's `conversations.json`, the file itself being the source."""
     node_ids = _ids("node-")
@@ -460,8 +463,12 @@ def write_chatgpt_export(folder: Path, dialogue: Sequence[Said]) -> Path:
             node({"role": "assistant"}, thoughts, index)
             recap = {"content_type": "reasoning_recap", "content": f"{DECOY}: thought for 3s"}
             node({"role": "assistant"}, recap, index)
+            # GPT-5 Pro's reasoning summary comes as a tool message of its own
+            summary = {"initial_text": "Reasoning", "finished_text": "Reasoned for 5m 6s"}
+            node({"role": "tool", "name": "a8km123"}, text([DECOY]), index, metadata=summary)
             node({"role": "assistant"}, text([""]), index)  # the placeholder before the answer
-            node({"role": "assistant"}, text([said]), index)
+            # a private-use citation marker, as the answer cites an uploaded file
+            node({"role": "assistant"}, text([said + CHATGPT_CITATION]), index)
         else:
             code = {"content_type": "code", "language": "unknown", "text": DECOY}
             node({"role": "assistant"}, code, index, recipient="python")

@@ -11,8 +11,9 @@ Rules (research: transcript-formats.md §4):
   so edited prompts and regenerated answers left behind are not read.
 - Dialogue is user and assistant messages addressed to everyone (`recipient: all`) with text
   parts, not hidden; tool output (`execution_output`, tool-role text) is an untrusted tool turn.
-  Custom instructions, thoughts, reasoning recaps and calls to tools are dropped; image pointers
-  inside multimodal parts are dropped.
+  Custom instructions, thoughts, reasoning recaps, reasoning summaries stored as tool messages
+  ("Reasoned for 5m 6s") and calls to tools are dropped; image pointers inside multimodal parts
+  and the private-use citation markers inside answers are dropped.
 - Provenance has no line numbers: the locator is `<conversation id>/<message id>`.
 """
 
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import codecs
 import json
+import re
 from collections.abc import Iterator, Mapping
 from datetime import datetime
 from typing import Any, BinaryIO
@@ -31,6 +33,12 @@ from memoryd.sources.records import Part, Record, parse_timestamp
 BLOCK_BYTES = 1 << 20
 MAX_OBJECT_CHARS = 256 * 1024 * 1024
 _WHITESPACE = " \t\r\n"
+_REASONING_LABELS = frozenset({"Reasoning", "Thinking"})
+_REASONING_PREFIXES = ("Reasoned for", "Thought for")
+# ChatGPT marks citations inline with Unicode private-use characters: U+E200 opens one, U+E202
+# separates its fields, U+E201 closes it (`\ue200filecite\ue202turn0file0\ue201`).
+_CITATION = re.compile(r"[ \t]?\ue200[^\ue201]{0,200}\ue201")
+_PRIVATE_USE = re.compile("[\ue000-\uf8ff]")
 
 
 class ChatGptExportFormat(DocumentFormat):
@@ -244,15 +252,45 @@ def _parts(message: dict[str, Any]) -> list[Part]:
         return []
     kind = content.get("content_type")
     if role == "tool":
-        text = content.get("text") if kind == "execution_output" else _joined(content.get("parts"))
-        return [Part("tool", text, trusted=False)] if isinstance(text, str) and text.strip() else []
-    if role not in {"user", "assistant"} or message.get("recipient", "all") != "all":
-        return []
-    if kind not in {"text", "multimodal_text"}:
+        return _tool_parts(content, metadata)
+    if (
+        role not in {"user", "assistant"}
+        or message.get("recipient", "all") != "all"
+        or kind not in {"text", "multimodal_text"}
+    ):
         return []
     text = _joined(content.get("parts"))
+    if role == "assistant":
+        text = _without_citations(text)
     speaker: Role = "user" if role == "user" else "assistant"
     return [Part(speaker, text)] if text.strip() else []
+
+
+def _tool_parts(content: dict[str, Any], metadata: object) -> list[Part]:
+    if _reasoning_summary(metadata):
+        return []
+    kind = content.get("content_type")
+    text = content.get("text") if kind == "execution_output" else _joined(content.get("parts"))
+    return [Part("tool", text, trusted=False)] if isinstance(text, str) and text.strip() else []
+
+
+def _reasoning_summary(metadata: object) -> bool:
+    """Whether a tool-role message is a reasoning model's summary of its thinking ("Reasoned for
+    5m 6s"): thinking, not tool output."""
+    if not isinstance(metadata, dict):
+        return False
+    finished = metadata.get("finished_text")
+    return metadata.get("initial_text") in _REASONING_LABELS or (
+        isinstance(finished, str) and finished.startswith(_REASONING_PREFIXES)
+    )
+
+
+def _without_citations(text: str) -> str:
+    """The answer without ChatGPT's private-use citation markers (`\\ue200filecite...\\ue201`)."""
+    if not _PRIVATE_USE.search(text):
+        return text
+    text = _CITATION.sub("", text)
+    return _PRIVATE_USE.sub("", text).strip()
 
 
 def _joined(parts: object) -> str:

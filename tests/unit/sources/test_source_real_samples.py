@@ -108,3 +108,20 @@ def test_openclaw_sessions_lose_the_current_envelope(tmp_path: Path) -> None:
     assert len(said) == len(wrapped)
     assert sum(map(len, said)) < sum(map(len, wrapped)) * 0.1
     assert not any("untrusted metadata" in text or "username" in text for text in said)
+
+
+def test_chatgpt_reasoning_summary_is_not_sent_and_citation_markers_are_removed() -> None:
+    export = REAL / "chatgpt-export" / "polylogue-real-simple" / "conversations.json"
+    raw = export.read_text(encoding="utf-8")
+    assert raw.count("\\ue200") + raw.count("\ue200") == 32  # the markers, as exported
+    result = read_once(make_reader("chatgpt-export", export))
+    assert result.skipped == []
+    turns = all_turns(result)
+    assert [t.role for t in turns] == ["user", "assistant"]
+    assert turns[0].text == "Review"
+    answer = turns[1].text
+    assert answer.startswith("Below is a frank, craft")
+    assert "## Executive verdict" in answer
+    assert not any("Reviewing the file" in t.text for t in turns)
+    assert not any("\ue000" <= character <= "\uf8ff" for character in answer)
+    assert "filecite" not in answer
