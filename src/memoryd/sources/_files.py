@@ -27,6 +27,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
+import zstandard
+
 from memoryd.sources._lines import LineScan, last_line_end
 from memoryd.sources._tree import prune_abandoned
 from memoryd.sources.cursor import HEAD_BYTES, FileCursor, FileIdentity, key_digest
@@ -178,9 +180,13 @@ def open_regular(path: Path) -> BinaryIO:
 
 @contextmanager
 def _open(path: Path, compressed: bool) -> Iterator[tuple[BinaryIO, BinaryIO]]:
-    """Yield (raw file, stream of content); the content is decompressed for gzipped files."""
+    """Yield (raw file, stream of content); the content is decompressed for a compressed file
+    (gzip, or zstd for a `.zst` name)."""
     with open_regular(path) as raw:
-        if compressed:
+        if compressed and path.name.endswith(".zst"):
+            with zstandard.ZstdDecompressor().stream_reader(raw, closefd=False) as stream:
+                yield raw, stream  # read-only; seeks forward only, which is all a scan does
+        elif compressed:
             with gzip.GzipFile(fileobj=raw, mode="rb") as content:
                 yield raw, content  # type: ignore[misc]  # GzipFile is a BinaryIO in practice
         else:

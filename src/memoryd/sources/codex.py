@@ -9,6 +9,9 @@ Rules (research: transcript-formats.md §3):
 - Tool output (`function_call_output`, `custom_tool_call_output`) becomes an untrusted `tool`
   turn; the calls themselves are not dialogue.
 - `compacted` summaries are skipped: the records they summarize stay in the file.
+- A rollout Codex compressed (`rollout-*.jsonl.zst`) is read decompressed; while the plain file
+  is there too, only the plain one is read, and a plain file replaced by its `.zst` is followed
+  (same lineage), not read again.
 - The session id is the first `session_meta` id, remembered for later appends; a subagent
   rollout is attributed to its parent thread and marked sidechain.
 """
@@ -36,12 +39,29 @@ _SCAFFOLDING = re.compile(
 _UUID_TAIL = re.compile(r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$")
 
 
+_ZST = ".zst"
+
+
 class CodexFormat(LineFormat):
     name = "codex"
 
+    def accepts(self, folder: str, name: str) -> bool:
+        return name.endswith((".jsonl", ".jsonl" + _ZST))
+
+    def select(self, paths: list[str]) -> list[str]:
+        plain = set(paths)
+        return [path for path in paths if not (path.endswith(_ZST) and path[:-4] in plain)]
+
+    def lineage(self, path: Path) -> str | None:
+        return str(path).removesuffix(_ZST)
+
+    def compressed(self, path: Path) -> bool:
+        return path.name.endswith(_ZST)
+
     def decoder(self, path: Path, state: Mapping[str, Any]) -> Decoder:
-        match = _UUID_TAIL.search(path.stem)
-        fallback = match.group(1) if match else path.stem
+        stem = path.name.removesuffix(_ZST).removesuffix(".jsonl")
+        match = _UUID_TAIL.search(stem)
+        fallback = match.group(1) if match else stem
         return _CodexDecoder(state, fallback)
 
 

@@ -24,6 +24,7 @@ from datetime import datetime
 from pathlib import Path
 
 import structlog
+import zstandard
 
 from memoryd.settings import SourceSettings
 from memoryd.sources._files import (
@@ -375,7 +376,14 @@ class SourceReader:
                 outcome = read_document_file(fmt, arguments)
             else:
                 outcome = read_line_file(fmt, arguments)
-        except (OSError, EOFError, zlib.error, gzip.BadGzipFile, MalformedDocumentError) as error:
+        except (
+            OSError,
+            EOFError,
+            zlib.error,
+            gzip.BadGzipFile,
+            zstandard.ZstdError,
+            MalformedDocumentError,
+        ) as error:
             reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
             self._skip(result, str(path), reason or type(error).__name__)
             self._keep(result, cursor)

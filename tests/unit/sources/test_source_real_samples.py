@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+import zstandard
 from tests.shared_samples import SHARED_TRANSCRIPTS, requires_shared_transcripts
 
 from .support import all_turns, make_reader, read_once, texts
@@ -125,3 +126,17 @@ def test_chatgpt_reasoning_summary_is_not_sent_and_citation_markers_are_removed(
     assert not any("Reviewing the file" in t.text for t in turns)
     assert not any("\ue000" <= character <= "\uf8ff" for character in answer)
     assert "filecite" not in answer
+
+
+def test_a_real_codex_rollout_reads_the_same_compressed(tmp_path: Path) -> None:
+    (rollout,) = (REAL / "codex").rglob("rollout-2026-02-23T12-40-23-*.jsonl")
+    packed = tmp_path / (rollout.name + ".zst")
+    packed.write_bytes(zstandard.ZstdCompressor().compress(rollout.read_bytes()))
+    plain = read_once(make_reader("codex", rollout))
+    compressed = read_once(make_reader("codex", packed))
+    assert compressed.skipped == []
+    assert texts(compressed) == texts(plain)
+    assert len(texts(plain)) > 50
+    assert [c.session_id for c in compressed.conversations] == [
+        c.session_id for c in plain.conversations
+    ]

@@ -9,11 +9,20 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from tests.fakes.transcripts import DECOY, gateway_envelope, moment
+import zstandard
+from structlog.testing import capture_logs
+from tests.fakes.transcripts import (
+    CODEX_SESSION,
+    DECOY,
+    Said,
+    gateway_envelope,
+    moment,
+    write_codex,
+)
 
 from memoryd.sources._envelope import strip_envelope
 
-from .support import all_turns, make_reader, read_once
+from .support import all_turns, make_reader, read_once, texts
 
 
 def test_the_current_gateway_envelope_is_stripped_and_dates_the_message() -> None:
@@ -86,3 +95,36 @@ def test_markdown_times_hold_across_reads(tmp_path: Path, message: int) -> None:
     users = [t for t in all_turns(first) + all_turns(second) if t.role == "user"]
     assert [t.timestamp for t in users] == [moment(2), moment(5)]
     assert all(t.timestamp < datetime(2026, 3, 2, tzinfo=UTC) for t in users)
+
+
+def test_a_codex_rollout_compressed_to_zst_is_read_and_followed(tmp_path: Path) -> None:
+    dialogue: list[Said] = [("user", "launch date?"), ("assistant", "Friday."), ("user", "ok")]
+    sessions = write_codex(tmp_path, dialogue)
+    (plain,) = sessions.rglob("*.jsonl")
+    whole = plain.read_bytes()
+    lines = whole.splitlines(keepends=True)
+    cut = next(i for i, line in enumerate(lines) if b'"ok"' in line)
+    plain.write_bytes(b"".join(lines[:cut]))
+    reader = make_reader("codex", sessions)
+    first = read_once(reader)
+    packed = plain.with_name(plain.name + ".zst")
+    packed.write_bytes(zstandard.ZstdCompressor().compress(whole))
+    both = read_once(reader, first.cursors)  # while both are there, the plain one is read
+    assert set(both.cursors) == {str(plain)}
+    plain.unlink()  # Codex compressed the finished rollout
+    second = read_once(reader, both.cursors)
+    assert texts(first) + texts(both) + texts(second) == [text for _, text in dialogue]
+    assert second.stats.files_moved == 1
+    assert texts(second) == ["ok"]
+    fresh = read_once(make_reader("codex", packed))
+    assert texts(fresh) == [text for _, text in dialogue]
+    assert fresh.conversations[0].session_id == CODEX_SESSION
+
+
+def test_a_broken_zst_rollout_is_skipped_with_its_reason(tmp_path: Path) -> None:
+    broken = tmp_path / "rollout-2026-03-01T10-00-00-x.jsonl.zst"
+    broken.write_bytes(b"not zstd at all")
+    with capture_logs() as logs:
+        result = read_once(make_reader("codex", tmp_path))
+    assert [s.path for s in result.skipped] == [str(broken)]
+    assert any(e["event"] == "source.skipped" and e["path"] == str(broken) for e in logs)
