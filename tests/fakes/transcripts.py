@@ -295,6 +295,15 @@ def write_openclaw(folder: Path, dialogue: Sequence[Said]) -> Path:
         sessions / "0c1a0000-0000-4000-8000-000000000000.jsonl.reset.2026-02-28T04-00-00.000Z",
         [reset, {"type": "message", "id": "a1", "parentId": None, "message": archived}],
     )
+    # OpenClaw 2026.4+ writes a run trace beside every session; it repeats the prompts.
+    trace = {"traceSchema": "openclaw-trajectory", "schemaVersion": 1, "ts": iso(0)}
+    write_lines(
+        sessions / f"{OPENCLAW_SESSION}.trajectory.jsonl",
+        [
+            {**trace, "type": "session.started", "seq": 1, "sessionId": OPENCLAW_SESSION},
+            {**trace, "type": "message", "id": "t1", "seq": 2, "message": archived},
+        ],
+    )
     return sessions
 
 
@@ -540,6 +549,46 @@ def write_markdown(folder: Path, dialogue: Sequence[Said]) -> Path:
     path = folder / "markdown" / "2026-03-01-launch.md"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(sections), encoding="utf-8")
+    return path
+
+
+def write_aider_history(folder: Path, dialogue: Sequence[Said]) -> Path:
+    """A repository's `.aider.chat.history.md`: a session aider only started (notices, a command
+    interrupted), then one holding the dialogue, with the notices, commands and echoes around it
+    that the reader must not return. The first user turn is given with `/ask`, echoed by aider.
+    Times are whole minutes of START: aider dates only its sessions."""
+    lines = [
+        f"# aider chat started at {moment(0) - timedelta(days=1):%Y-%m-%d %H:%M:%S}",
+        "",
+        f"> {DECOY} Add .aider* to .gitignore (recommended)? (Y)es/(N)o [Yes]: n  ",
+        "> Aider v0.86.1  ",
+        "",
+        f"#### /add {DECOY}.py  ",
+        "> ^C KeyboardInterrupt  ",
+        "",
+        f"# aider chat started at {moment(0):%Y-%m-%d %H:%M:%S}",
+        "",
+        f"> Main model: {DECOY}  ",
+        "",
+    ]
+    asked = False
+    for role, text in dialogue:
+        if role == "user":
+            first, *rest = text.split("\n")
+            command = "" if asked else "/ask "
+            lines.append(f"#### {command}{first}  ")
+            lines.extend(f"#### {more}  " for more in rest)
+            if not asked:
+                asked = True
+                lines.extend(f"#### {piece}  " for piece in text.split("\n"))  # the echo
+            lines.append("")
+        elif role == "assistant":
+            lines.extend([text, "", f"> Tokens: {DECOY} sent, 1k received.  ", ""])
+        else:
+            raise ValueError("aider histories have no tool turns")
+    path = folder / "repo" / ".aider.chat.history.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
 
 

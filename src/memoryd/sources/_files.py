@@ -32,9 +32,15 @@ import zstandard
 from memoryd.sources._lines import LineScan, last_line_end
 from memoryd.sources._tree import prune_abandoned
 from memoryd.sources.cursor import HEAD_BYTES, FileCursor, FileIdentity, key_digest
-from memoryd.sources.formats import DocumentFormat, LineFormat
+from memoryd.sources.formats import Decoder, DocumentFormat, LineFormat
 from memoryd.sources.model import Conversation
-from memoryd.sources.records import FileContext, MalformedLineError, Record, assemble
+from memoryd.sources.records import (
+    FileContext,
+    MalformedLineError,
+    Record,
+    assemble,
+    split_concatenated,
+)
 
 # A re-read of a gzipped file de-duplicates all of it: its decompressed size is not known ahead.
 _WHOLE_FILE = 1 << 62
@@ -246,17 +252,20 @@ def _scan(
     offsets: dict[int, int] = {}
     for number, offset, raw_line in scan:
         try:
-            decoded = decoder.decode(raw_line, number)
+            pieces = [(raw_line, decoder.decode(raw_line, number))]
         except MalformedLineError:
-            outcome.malformed += 1
-            continue
-        line_key = None
-        for index, record in enumerate(decoded):
-            if record.key is None:
-                line_key = line_key or hashlib.sha256(raw_line).hexdigest()[:16]
-                record.key = f"{line_key}:{index}"
-            offsets[id(record)] = offset
-            records.append(record)
+            pieces = _split_line(decoder, raw_line, number)
+            if not pieces:
+                outcome.malformed += 1
+                continue
+        for piece, decoded in pieces:
+            line_key = None
+            for index, record in enumerate(decoded):
+                if record.key is None:
+                    line_key = line_key or hashlib.sha256(piece).hexdigest()[:16]
+                    record.key = f"{line_key}:{index}"
+                offsets[id(record)] = offset
+                records.append(record)
     records.extend(decoder.flush())
     outcome.skipped = decoder.skipped()
     outcome.lines = scan.line - cursor.line
@@ -292,6 +301,18 @@ def _scan(
     )
     outcome.cursor = _finished(advanced, cursor.identity, status, scan.reached_eof)
     return outcome
+
+
+def _split_line(decoder: Decoder, raw: bytes, number: int) -> list[tuple[bytes, list[Record]]]:
+    """Decode each object of a line that holds several (`{...}{...}`); [] if it does not."""
+    pieces = split_concatenated(raw)
+    decoded: list[tuple[bytes, list[Record]]] = []
+    for piece in pieces or ():
+        try:
+            decoded.append((piece, decoder.decode(piece, number)))
+        except MalformedLineError:
+            continue
+    return decoded
 
 
 def _finished(

@@ -9,6 +9,8 @@ time the envelope gives dates that message.
 Messages without a time of their own take the last known one; with none at all, a `YYYY-MM-DD`
 date in the file name (noon UTC), else the file's modification time.
 
+aider's `.aider.chat.history.md` has conventions of its own and its own reader (`aider`).
+
 Reading is incremental like every line format: a message still being written when a read ends is
 yielded as it stands, and lines appended to it later come as a further turn of the same role (the
 permitted "one message, two turns" split).
@@ -23,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from memoryd.sources._envelope import strip_envelope
+from memoryd.sources.aider import HISTORY_NAME, AiderDecoder
 from memoryd.sources.formats import Decoder, LineFormat
 from memoryd.sources.model import Role
 from memoryd.sources.records import MalformedLineError, Part, Record, parse_timestamp
@@ -48,6 +51,8 @@ class MarkdownFormat(LineFormat):
         return name.endswith((".md", ".markdown", ".txt"))
 
     def decoder(self, path: Path, state: Mapping[str, Any]) -> Decoder:
+        if path.name.endswith(HISTORY_NAME):
+            return AiderDecoder(state, path.name)
         return _MarkdownDecoder(state, path.stem)
 
 

@@ -11,7 +11,8 @@ Rules (research: transcript-formats.md §2):
 - The envelope a gateway wraps around user text ("Conversation info (untrusted metadata)",
   "Sender (untrusted metadata)" and any such fenced block, then the `[Sun 2026-03-08 22:03
   GMT+9]` stamp; see `_envelope`) is removed, as is the `[[reply_to_current]]` reply tag.
-- Reset archives (`*.reset.<ts>`), deleted copies and checkpoints are not read.
+- Reset archives (`*.reset.<ts>`), deleted copies, checkpoints and the `*.trajectory.jsonl` run
+  traces written beside each session are not read.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from memoryd.sources.records import Part, Record, content_parts, load_object, pa
 
 _REPLY_TAG = re.compile(r"\[\[\s*reply_to[^\]]*\]\]\s*")
 _ARCHIVE_MARKERS = (".reset.", ".deleted.", ".checkpoint.", ".bak")
+# OpenClaw (2026.4+) writes a run trace beside every session: events, not the conversation.
+_TRAJECTORY = ".trajectory.jsonl"
 _DROPPED_MODELS = {"delivery-mirror", "gateway-injected"}
 
 
@@ -36,7 +39,11 @@ class OpenClawFormat(LineFormat):
     tree = True
 
     def accepts(self, folder: str, name: str) -> bool:
-        return name.endswith(".jsonl") and not any(m in name for m in _ARCHIVE_MARKERS)
+        return (
+            name.endswith(".jsonl")
+            and not name.endswith(_TRAJECTORY)
+            and not any(m in name for m in _ARCHIVE_MARKERS)
+        )
 
     def decoder(self, path: Path, state: Mapping[str, Any]) -> Decoder:
         return _OpenClawDecoder(str(state.get("session", path.stem)))

@@ -97,6 +97,31 @@ def load_object(raw: bytes) -> dict[str, object]:
     return value
 
 
+def split_concatenated(raw: bytes) -> list[bytes] | None:
+    """The JSON objects of a line that holds several with nothing between them (`{...}{...}`,
+    a writer that lost a newline), each as its own bytes; None unless the whole line is two or
+    more objects."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    decoder = json.JSONDecoder()
+    pieces: list[bytes] = []
+    index = 0
+    try:
+        while index < len(text):
+            start = index
+            value, index = decoder.raw_decode(text, index)
+            if not isinstance(value, dict):
+                return None
+            pieces.append(text[start:index].encode("utf-8"))
+            while index < len(text) and text[index] in " \t\r":
+                index += 1
+    except (ValueError, RecursionError):
+        return None
+    return pieces if len(pieces) > 1 else None
+
+
 def text_of(value: object) -> str | None:
     """Return `value` if it is a non-blank string, else None."""
     if isinstance(value, str) and value.strip():

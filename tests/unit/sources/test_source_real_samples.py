@@ -140,3 +140,38 @@ def test_a_real_codex_rollout_reads_the_same_compressed(tmp_path: Path) -> None:
     assert [c.session_id for c in compressed.conversations] == [
         c.session_id for c in plain.conversations
     ]
+
+
+def test_a_real_line_holding_two_records_keeps_the_final_reply() -> None:
+    result = read_once(make_reader("openclaw", REAL / "openclaw" / "pi-mono" / "compact.jsonl"))
+    assert result.stats.malformed_lines == 0
+    assert texts(result)[-1] == (
+        'Done. Removed the "Common patterns" section, keeping only the link to the example file.'
+    )
+
+
+def test_openclaw_trajectory_side_files_are_not_sessions() -> None:
+    sessions = REAL / "openclaw" / "gracula" / "agents" / "main" / "sessions"
+    reader = make_reader("openclaw", sessions)
+    assert [Path(path).name for path in reader.files()] == [
+        "codex-web-check-2.jsonl",
+        "model-test-kilocode.jsonl",
+    ]
+    result = read_once(reader)
+    assert {c.session_id for c in result.conversations} == {
+        "codex-web-check-2",
+        "model-test-kilocode",
+    }
+
+
+def test_a_real_aider_history_is_read_not_zero_turns() -> None:
+    history = REAL / "markdown" / "aider" / "zen-mcp-server.aider.chat.history.md"
+    result = read_once(make_reader("markdown", history))
+    assert result.skipped == []
+    turns = all_turns(result)
+    assert len(turns) == 5
+    assert {t.role for t in turns} == {"user"}  # every reply was interrupted
+    assert {c.session_id for c in result.conversations} == {"aider-2025-10-23T17:04:56"}
+    assert all(t.text.startswith("\u8bf7\u4f60\u5206\u6790") for t in turns)  # the prompts
+    assert not any(t.text.startswith(("/add", "/copy-context", ">")) for t in turns)
+    assert {t.timestamp for t in turns} == {datetime(2025, 10, 23, 17, 4, 56, tzinfo=UTC)}

@@ -5,6 +5,7 @@ The same points are checked on the real samples in `test_source_real_samples`.
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from tests.fakes.transcripts import (
     Said,
     gateway_envelope,
     moment,
+    write_aider_history,
     write_codex,
 )
 
@@ -128,3 +130,46 @@ def test_a_broken_zst_rollout_is_skipped_with_its_reason(tmp_path: Path) -> None
         result = read_once(make_reader("codex", tmp_path))
     assert [s.path for s in result.skipped] == [str(broken)]
     assert any(e["event"] == "source.skipped" and e["path"] == str(broken) for e in logs)
+
+
+def test_a_line_holding_two_records_yields_both(tmp_path: Path) -> None:
+    first = {"role": "user", "content": "first", "timestamp": "2026-03-01T09:00:00Z"}
+    second = {
+        "role": "assistant",
+        "content": "the final reply",
+        "timestamp": "2026-03-01T09:01:00Z",
+    }
+    path = tmp_path / "log.jsonl"
+    path.write_text(json.dumps(first) + json.dumps(second) + "\n", encoding="utf-8")
+    result = read_once(make_reader("jsonl", path))
+    assert texts(result) == ["first", "the final reply"]
+    assert result.stats.malformed_lines == 0
+    path.write_text(json.dumps(first) + "{broken\n", encoding="utf-8")
+    assert read_once(make_reader("jsonl", path)).stats.malformed_lines == 1
+
+
+def test_an_aider_history_gives_its_dialogue_without_commands_notices_or_echoes(
+    tmp_path: Path,
+) -> None:
+    dialogue: list[Said] = [
+        ("user", "why is the cache\nso slow?"),
+        ("assistant", "It is rebuilt on every call.\n\nCache it once."),
+        ("user", "do it"),
+        ("assistant", "Done."),
+    ]
+    path = write_aider_history(tmp_path, dialogue)
+    result = read_once(make_reader("markdown", tmp_path / "repo"))
+    assert [(t.role, t.text) for t in all_turns(result)] == dialogue
+    assert not any(DECOY in t.text for t in all_turns(result))
+    (conversation,) = result.conversations
+    assert conversation.session_id == f"aider-{moment(0):%Y-%m-%dT%H:%M:%S}"
+    assert {t.timestamp for t in conversation.turns} == {moment(0)}
+    assert result.skipped == []
+    # appended later, as aider writes: read from where the last read stopped
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write("#### and the tests?  \n\nAll green.\n")
+    more = read_once(make_reader("markdown", path), result.cursors)
+    assert [(t.role, t.text) for t in all_turns(more)] == [
+        ("user", "and the tests?"),
+        ("assistant", "All green."),
+    ]
