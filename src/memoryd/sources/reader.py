@@ -216,16 +216,25 @@ class SourceReader:
         fmt = self.format
         if not isinstance(fmt, LineFormat):
             return budget
-        where = {(status.st_dev, status.st_ino): key for key, status in statuses.items()}
-        for key, cursor in sorted(unread.items()):
-            moved_to = where.get((cursor.identity.device, cursor.identity.inode), key)
+        candidates = []
+        for key, cursor in unread.items():
+            status = statuses.get(key)
             if (
-                budget <= 0
-                or moved_to != key  # renamed to a name the walk finds: adopted as usual
-                or fmt.compressed(Path(key))
-                or not needs_rescue(cursor, statuses.get(key))
+                status is not None
+                and status.st_size == cursor.size
+                and status.st_mtime_ns == cursor.mtime_ns
+                and status.st_ino == cursor.identity.inode
             ):
-                continue
+                continue  # untouched since the last read: the common case, kept cheap
+            if needs_rescue(cursor, status):
+                candidates.append((key, cursor))
+        if not candidates:
+            return budget
+        where = {(status.st_dev, status.st_ino): key for key, status in statuses.items()}
+        for key, cursor in sorted(candidates):
+            moved_to = where.get((cursor.identity.device, cursor.identity.inode), key)
+            if budget <= 0 or moved_to != key or fmt.compressed(Path(key)):
+                continue  # moved to a name the walk finds (adopted as usual), or compressed
             found = rotated_copy(cursor, statuses)
             if found is None:
                 continue

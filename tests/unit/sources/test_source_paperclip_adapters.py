@@ -233,3 +233,20 @@ def test_no_real_run_log_reads_as_nothing(name: str) -> None:
     result = read_once(make_reader("paperclip", RUNS / name))
     assert result.conversations
     assert all(c.turns for c in result.conversations)
+
+
+def test_a_path_pattern_naming_the_agent_reads_only_its_runs(tmp_path: Path) -> None:
+    mine = tmp_path / "run-logs" / "company-1" / "engineer" / "r1.ndjson"
+    other = tmp_path / "run-logs" / "company-1" / "ceo" / "r2.ndjson"
+    write_paperclip_run(mine, codex_exec_events([("assistant", "mine")]))
+    write_paperclip_run(other, codex_exec_events([("assistant", "not mine")]))
+    reader = make_reader("paperclip", str(tmp_path / "run-logs" / "*" / "engineer" / "*"))
+    assert texts(read_once(reader)) == ["mine"]
+
+
+@requires_shared_transcripts
+def test_the_guide_s_pattern_finds_a_real_agent_s_runs() -> None:
+    pattern = RUNS.parent / "*" / "agent_codexcoder" / "*"
+    assert [Path(p).parent.name for p in make_reader("paperclip", str(pattern)).files()] == [
+        "agent_codexcoder"
+    ]
