@@ -15,21 +15,16 @@ The caller has already stat'ed the file. Steps for a line format:
 
 from __future__ import annotations
 
-import errno
-import gzip
 import hashlib
 import os
-import stat
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
-import zstandard
-
 from memoryd.sources._lines import LineScan, last_line_end
+from memoryd.sources._open import open_content, open_regular
 from memoryd.sources._tree import prune_abandoned
 from memoryd.sources.cursor import HEAD_BYTES, FileCursor, FileIdentity, key_digest
 from memoryd.sources.formats import Decoder, DocumentFormat, LineFormat
@@ -166,44 +161,11 @@ def _restarted(
     )
 
 
-def open_regular(path: Path) -> BinaryIO:
-    """Open a file for reading only if it is a regular file; raise OSError otherwise.
-
-    The open never blocks: a FIFO put where a transcript was (after the walk checked it) would
-    otherwise wait for a writer for ever. O_NONBLOCK means nothing to a regular file.
-    """
-    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    try:
-        regular = stat.S_ISREG(os.fstat(descriptor).st_mode)
-    except OSError:
-        os.close(descriptor)
-        raise
-    if not regular:
-        os.close(descriptor)
-        raise OSError(errno.EINVAL, "not a regular file", str(path))
-    return os.fdopen(descriptor, "rb")
-
-
-@contextmanager
-def _open(path: Path, compressed: bool) -> Iterator[tuple[BinaryIO, BinaryIO]]:
-    """Yield (raw file, stream of content); the content is decompressed for a compressed file
-    (gzip, or zstd for a `.zst` name)."""
-    with open_regular(path) as raw:
-        if compressed and path.name.endswith(".zst"):
-            with zstandard.ZstdDecompressor().stream_reader(raw, closefd=False) as stream:
-                yield raw, stream  # read-only; seeks forward only, which is all a scan does
-        elif compressed:
-            with gzip.GzipFile(fileobj=raw, mode="rb") as content:
-                yield raw, content  # type: ignore[misc]  # GzipFile is a BinaryIO in practice
-        else:
-            yield raw, raw
-
-
 def read_line_file(fmt: LineFormat, arguments: ReadArguments) -> FileOutcome:
     """Read what is new in one line-format file. Raise OSError, EOFError or gzip errors as met."""
     path, status, cursor = arguments.path, arguments.status, arguments.cursor
     compressed = fmt.compressed(path)
-    with _open(path, compressed) as (raw, content):
+    with open_content(path, compressed) as (raw, content):
         identity, head = identity_of(raw, status)
         restarted = None
         if cursor is None:

@@ -13,14 +13,67 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-from collections.abc import Collection
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from memoryd.sources._files import open_regular
+from memoryd.sources._open import open_regular
 from memoryd.sources.cursor import FileCursor
 
 _SEPARATORS = frozenset(".-_")
 _COMPRESSED = (".gz", ".zst", ".bz2", ".xz", ".zip")
+
+
+@dataclass(frozen=True)
+class Rotated:
+    """A cursor's file found under a name the walk does not read, and the cursor to read it."""
+
+    key: str  # the path the cursor was stored under
+    path: str  # where the file (or its copy) is now
+    status: os.stat_result
+    cursor: FileCursor  # the stored cursor, pointed at `path`
+    renamed: bool  # the very file, renamed (else a copy taken before a truncation)
+
+
+def rotated_away(
+    cursors: Mapping[str, FileCursor],
+    statuses: Mapping[str, os.stat_result],
+    compressed: Callable[[str], bool],
+) -> list[Rotated]:
+    """The files of `cursors` rotated away with lines not read yet, in path order.
+
+    `statuses` are the files the walk found. Untouched files are passed over first, cheaply: a
+    read with nothing new pays one comparison per file here.
+    """
+    candidates = []
+    for key, cursor in cursors.items():
+        status = statuses.get(key)
+        if (
+            status is not None
+            and status.st_size == cursor.size
+            and status.st_mtime_ns == cursor.mtime_ns
+            and status.st_ino == cursor.identity.inode
+        ):
+            continue
+        if needs_rescue(cursor, status):
+            candidates.append((key, cursor))
+    if not candidates:
+        return []
+    where = {(status.st_dev, status.st_ino): key for key, status in statuses.items()}
+    found: list[Rotated] = []
+    for key, cursor in sorted(candidates):
+        moved_to = where.get((cursor.identity.device, cursor.identity.inode), key)
+        if moved_to != key or compressed(key):
+            continue  # moved to a name the walk finds (adopted as usual), or compressed
+        copy = rotated_copy(cursor, statuses)
+        if copy is None:
+            continue
+        path, status = copy
+        same = (status.st_dev, status.st_ino) == (cursor.identity.device, cursor.identity.inode)
+        identity = replace(cursor.identity, device=status.st_dev, inode=status.st_ino)
+        pointed = replace(cursor, path=path, identity=identity)
+        found.append(Rotated(key, path, status, pointed, renamed=same))
+    return found
 
 
 def needs_rescue(cursor: FileCursor, status: os.stat_result | None) -> bool:

@@ -19,7 +19,7 @@ import hashlib
 import os
 import zlib
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
@@ -37,12 +37,23 @@ from memoryd.sources._files import (
     read_line_file,
     unchanged,
 )
-from memoryd.sources._rotation import needs_rescue, rotated_copy
+from memoryd.sources._rotation import rotated_away
 from memoryd.sources.cursor import FileCursor, FileIdentity
 from memoryd.sources.discovery import Survey, survey
 from memoryd.sources.formats import DocumentFormat, LineFormat, MalformedDocumentError
-from memoryd.sources.model import Conversation
 from memoryd.sources.registry import get_format
+from memoryd.sources.results import LagReport, ReadResult, ReadStats, SkipReport
+
+__all__ = [
+    "DEFAULT_BLOCK_BYTES",
+    "DEFAULT_MAX_BYTES",
+    "DEFAULT_MAX_LINE_BYTES",
+    "LagReport",
+    "ReadResult",
+    "ReadStats",
+    "SkipReport",
+    "SourceReader",
+]
 
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024
 DEFAULT_MAX_LINE_BYTES = 8 * 1024 * 1024
@@ -50,64 +61,6 @@ DEFAULT_BLOCK_BYTES = 1024 * 1024
 
 _EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
 _log = structlog.get_logger(__name__)
-
-
-@dataclass(frozen=True)
-class SkipReport:
-    """A file that could not be read this time; it keeps its cursor and is tried again."""
-
-    path: str
-    reason: str
-
-
-@dataclass
-class ReadStats:
-    """Counts for one read, for logs and `memoryd status`."""
-
-    files_seen: int = 0
-    files_read: int = 0
-    files_restarted: int = 0  # replaced, truncated or rewritten, read again from the start
-    files_forgotten: int = 0
-    files_moved: int = 0  # followed to a new path (rotation, gzipped run log)
-    bytes_read: int = 0
-    lines_read: int = 0
-    malformed_lines: int = 0
-    long_lines: int = 0
-    duplicates_dropped: int = 0
-    before_since_dropped: int = 0
-    turns: int = 0
-
-    def add(self, outcome: FileOutcome) -> None:
-        self.files_read += 1
-        self.files_restarted += outcome.restarted is not None
-        self.bytes_read += outcome.consumed
-        self.lines_read += outcome.lines
-        self.malformed_lines += outcome.malformed
-        self.long_lines += outcome.long_lines
-        self.duplicates_dropped += outcome.duplicates
-        self.before_since_dropped += outcome.before_since
-        self.turns += sum(len(c.turns) for c in outcome.conversations)
-
-
-@dataclass
-class ReadResult:
-    """What a read found. `cursors` replaces the source's cursors once the caller has committed."""
-
-    conversations: list[Conversation]
-    cursors: dict[str, FileCursor]
-    skipped: list[SkipReport] = field(default_factory=list)
-    stats: ReadStats = field(default_factory=ReadStats)
-    more: bool = False  # the byte budget ran out before everything new was read
-    unreadable: str | None = None  # why the source path itself could not be read, if so
-
-
-@dataclass
-class LagReport:
-    """What `memoryd status` shows of a source: bytes not read yet, and what cannot be read."""
-
-    lags: dict[str, int]
-    skipped: list[SkipReport] = field(default_factory=list)
-    unreadable: str | None = None
 
 
 def _same_file(cursor: FileCursor, status: os.stat_result) -> bool:
@@ -216,39 +169,15 @@ class SourceReader:
         fmt = self.format
         if not isinstance(fmt, LineFormat):
             return budget
-        candidates = []
-        for key, cursor in unread.items():
-            status = statuses.get(key)
-            if (
-                status is not None
-                and status.st_size == cursor.size
-                and status.st_mtime_ns == cursor.mtime_ns
-                and status.st_ino == cursor.identity.inode
-            ):
-                continue  # untouched since the last read: the common case, kept cheap
-            if needs_rescue(cursor, status):
-                candidates.append((key, cursor))
-        if not candidates:
-            return budget
-        where = {(status.st_dev, status.st_ino): key for key, status in statuses.items()}
-        for key, cursor in sorted(candidates):
-            moved_to = where.get((cursor.identity.device, cursor.identity.inode), key)
-            if budget <= 0 or moved_to != key or fmt.compressed(Path(key)):
-                continue  # moved to a name the walk finds (adopted as usual), or compressed
-            found = rotated_copy(cursor, statuses)
-            if found is None:
-                continue
-            path, copy_status = found
-            renamed = (copy_status.st_dev, copy_status.st_ino) == (
-                cursor.identity.device,
-                cursor.identity.inode,
-            )
-            identity = replace(cursor.identity, device=copy_status.st_dev, inode=copy_status.st_ino)
+        for rotated in rotated_away(unread, statuses, lambda key: fmt.compressed(Path(key))):
+            if budget <= 0:
+                break
+            key, path = rotated.key, rotated.path
             outcome = self._read_file(
                 result,
                 path=Path(path),
-                status=copy_status,
-                cursor=replace(cursor, path=path, identity=identity),
+                status=rotated.status,
+                cursor=rotated.cursor,
                 not_before=None,
                 budget=budget,
             )
@@ -258,7 +187,7 @@ class SourceReader:
                 "source.rotated_read",
                 path=key,
                 rotated_to=path,
-                renamed=renamed,
+                renamed=rotated.renamed,
                 turns=sum(len(c.turns) for c in outcome.conversations),
                 agent=self.agent,
                 format=fmt.name,
@@ -269,7 +198,7 @@ class SourceReader:
             if not outcome.at_eof:
                 result.more = True
                 result.cursors[path] = outcome.cursor
-            if renamed or key == path:
+            if rotated.renamed or key == path:
                 del unread[key]
         return budget
 

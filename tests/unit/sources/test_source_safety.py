@@ -19,7 +19,7 @@ from memoryd.cli import _os_error_exit_code, main
 from memoryd.daemon.status import _sources as status_sources
 from memoryd.daemon.status import render_status
 from memoryd.settings import parse_settings
-from memoryd.sources._files import open_regular
+from memoryd.sources._open import open_regular
 from memoryd.sources.discovery import LINK_LOOP, LINK_OUTSIDE, NOT_REGULAR, survey
 
 from .support import as_unprivileged, make_reader, open_folder, read_once, texts
