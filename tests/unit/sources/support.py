@@ -21,6 +21,9 @@ from memoryd.sources.reader import DEFAULT_MAX_BYTES, ReadResult, SourceReader
 
 T = TypeVar("T")
 NOBODY = 65534
+# A folder the unprivileged reader cannot enter: root's 0700 for `nobody` (see as_unprivileged);
+# for a normal user, who owns the folder, no permission at all.
+LOCKED = 0o700 if os.geteuid() == 0 else 0o000
 
 
 def make_reader(fmt: str, path: Path | str, *, routine: str | None = None) -> SourceReader:

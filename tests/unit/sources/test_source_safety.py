@@ -22,7 +22,7 @@ from memoryd.settings import parse_settings
 from memoryd.sources._open import open_regular
 from memoryd.sources.discovery import LINK_LOOP, LINK_OUTSIDE, NOT_REGULAR, survey
 
-from .support import as_unprivileged, make_reader, open_folder, read_once, texts
+from .support import LOCKED, as_unprivileged, make_reader, open_folder, read_once, texts
 
 REAL_SHORT = SHARED_TRANSCRIPTS / "real" / "claude-code" / "spotter" / "short.jsonl"
 
@@ -128,7 +128,7 @@ def test_an_unreadable_sub_folder_is_logged_and_its_cursors_kept(shared_tmp: Pat
     reader = make_reader("jsonl", shared_tmp)
     first = read_once(reader)
     assert sorted(texts(first)) == ["inner", "open"]
-    locked.chmod(0o700)  # root's; `nobody` can no longer list it
+    locked.chmod(LOCKED)  # root's; `nobody` can no longer list it
 
     def read_as_nobody() -> tuple[list[tuple[str, str]], list[str], bool, list[str]]:
         with capture_logs() as logs:
@@ -158,7 +158,7 @@ def test_an_unreadable_source_root_is_reported_and_keeps_its_cursors(shared_tmp:
         path.chmod(0o755 if path.is_dir() else 0o644)
     reader = make_reader("jsonl", source)
     first = read_once(reader)
-    home.chmod(0o700)  # Debian's default home: the source below it cannot be reached
+    home.chmod(LOCKED)  # Debian's default home: the source below it cannot be reached
 
     def read_as_nobody() -> tuple[str | None, list[str], str | None, int]:
         second = read_once(reader, first.cursors)
@@ -249,7 +249,7 @@ def test_check_and_init_report_an_unreadable_source_root_and_exit_78(shared_tmp:
     for folder in ("store", "state"):
         (shared_tmp / folder).mkdir()
         (shared_tmp / folder).chmod(0o777)
-    home.chmod(0o700)  # root's home: `nobody` cannot enter it
+    home.chmod(LOCKED)  # root's home: `nobody` cannot enter it
     config = shared_tmp / "memoryd.toml"
     config.write_text(
         f'[store]\npath = "{shared_tmp / "store"}"\n'
@@ -342,7 +342,7 @@ def test_status_names_an_unreadable_source_and_what_a_source_skipped(shared_tmp:
             ],
         }
     )
-    home.chmod(0o700)
+    home.chmod(LOCKED)
     unreadable, skipping = as_unprivileged(lambda: status_sources(settings, {}))
     assert unreadable["unreadable"] == "Permission denied"
     assert skipping["unreadable"] is None
