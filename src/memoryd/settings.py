@@ -14,6 +14,7 @@ from __future__ import annotations
 import glob
 import os
 import re
+import stat
 import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -354,13 +355,12 @@ def _check_source(source: SourceSettings, key: str, report: CheckReport) -> None
             report.warnings.append(f"At '{key}': nothing matches {source.path} yet")
         return
     try:
-        is_dir = path.is_dir()
-        exists = is_dir or path.exists()
+        is_dir = stat.S_ISDIR(os.stat(path).st_mode)
+    except FileNotFoundError:
+        report.warnings.append(f"At '{key}': {path} does not exist yet")
+        return
     except OSError as error:  # a parent folder it cannot enter (a 0700 home), a link loop
         report.problems.append(f"At '{key}': {path} is not readable: {error.strerror or error}")
-        return
-    if not exists:
-        report.warnings.append(f"At '{key}': {path} does not exist yet")
         return
     mode = os.R_OK | (os.X_OK if is_dir else 0)
     if not os.access(path, mode):

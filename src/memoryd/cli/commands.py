@@ -322,6 +322,8 @@ def cmd_heartbeat(
         f"${result.cost_usd:.4f}; commit {result.commit or 'none'}",
         file=out,
     )
+    for key, reason in sorted(result.sources_unreadable.items()):
+        print(f"source {key} UNREADABLE ({reason}): nothing was read from it", file=out)
     return result.exit_code
 
 

@@ -162,6 +162,7 @@ class Heartbeat:
         foreign = UnitOfWork(self.git).commit_foreign_edits(self.scan_secrets)
         self.report.foreign_commit = foreign.commit
         read = self._intake(index_mentions=True)
+        self.report.sources_unreadable = dict(read.unreadable)
         chunks = chronological(read.chunks + requeued_chunks(self.state))
         self.report.chunks = len(chunks)
         progress = _Progress()

@@ -51,6 +51,8 @@ class Intake:
     sources_by_file: dict[str, str]  # file path -> source key
     # path -> line ranges filed beyond its held-back cursor by earlier heartbeats (skipped here)
     ahead: dict[str, tuple[LineRange, ...]] = field(default_factory=dict)
+    # source key -> why the source path itself could not be read (its cursors are kept)
+    unreadable: dict[str, str] = field(default_factory=dict)
 
 
 def stored_ahead(state: State) -> dict[str, tuple[LineRange, ...]]:
@@ -90,6 +92,11 @@ def read_sources(
             intake.chunks.extend(cut_chunks(cleaned, zone, chunk_tokens))
         if result.more:
             log.info("source.more_to_read", source=source.key, agent=source.agent)
+        if result.unreadable is not None:
+            intake.unreadable[source.key] = result.unreadable
+            log.error(
+                "source.unreadable", source=source.key, agent=source.agent, reason=result.unreadable
+            )
     return intake
 
 

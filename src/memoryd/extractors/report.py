@@ -3,7 +3,8 @@
 Outcomes and their exit codes (DESIGN §2): `ok` and `nothing-new` 0; `failed` 1 (a chunk failed
 for a reason of its own); `stopped` 75 (a transient reason: the LLM unreachable, the budget
 spent, a shutdown); `unusable` 78 (the account, key, model or endpoint cannot be used: only the
-operator can fix it, as a configuration error; `unusable` holds the problem).
+operator can fix it, as a configuration error; `unusable` holds the problem). A source whose
+path cannot be read (`sources_unreadable`) also makes an otherwise good heartbeat exit 78.
 """
 
 from __future__ import annotations
@@ -38,6 +39,9 @@ class HeartbeatReport:
     stop_reason: str | None = None
     duration_ms: int = 0
     unusable: UnusableLLMError | None = None
+    # source key -> why it could not be read: the operator must fix it (exit 78 when all else
+    # went well); its files keep their read positions
+    sources_unreadable: dict[str, str] = field(default_factory=dict)
 
     @property
     def stopped_early(self) -> bool:
@@ -50,7 +54,9 @@ class HeartbeatReport:
             return EXIT_CONFIG
         if self.outcome == "stopped":
             return EXIT_TEMPFAIL
-        return EXIT_FAILED if self.outcome == "failed" else EXIT_OK
+        if self.outcome == "failed":
+            return EXIT_FAILED
+        return EXIT_CONFIG if self.sources_unreadable else EXIT_OK
 
     def log_fields(self) -> dict[str, Any]:
         c = self.counters
@@ -78,6 +84,7 @@ class HeartbeatReport:
             "commit": self.commit,
             "stop_reason": self.stop_reason,
             "duration_ms": self.duration_ms,
+            "sources_unreadable": sorted(self.sources_unreadable),
         }
 
 

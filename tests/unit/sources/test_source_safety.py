@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -371,3 +372,44 @@ def test_status_names_an_unreadable_source_and_what_a_source_skipped(shared_tmp:
     )
     assert f"source a jsonl:{home / 'agent'}: UNREADABLE (Permission denied)" in text
     assert f"  skipped {linked / 'out.jsonl'}: {LINK_OUTSIDE}" in text
+
+
+def test_a_heartbeat_names_an_unreadable_source_and_exits_78(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    loop = tmp_path / "loop"
+    loop.symlink_to(tmp_path / "loop")  # unreadable even for root: a symlink loop
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    said_now = {  # inside the backfill window of a heartbeat run now
+        "role": "user",
+        "content": "remember: person Jane Doe: Joined Acme as CTO",
+        "timestamp": datetime.now(UTC).isoformat(),
+    }
+    (logs / "a.jsonl").write_text(json.dumps(said_now) + "\n", encoding="utf-8")
+    config = tmp_path / "memoryd.toml"
+    config.write_text(
+        f'[store]\npath = "{tmp_path / "store"}"\n[state]\npath = "{tmp_path / "state"}"\n'
+        '[llm]\nprovider = "markers"\n'
+        f'[[agents]]\nname = "a"\n[[agents.sources]]\nformat = "jsonl"\npath = "{logs}"\n'
+        f'[[agents.sources]]\nformat = "jsonl"\npath = "{loop}"\n',
+        encoding="utf-8",
+    )
+    assert main(["--config", str(config), "--log-format", "json", "check"]) == 78
+    checked = capsys.readouterr()
+    assert f"At 'agents[0].sources[1].path': {loop} is not readable" in checked.out
+    assert main(["--config", str(config), "--log-format", "json", "init"]) == 78
+    capsys.readouterr()
+    (tmp_path / "loop").unlink()
+    assert main(["--config", str(config), "--log-format", "json", "init"]) == 0
+    loop.symlink_to(tmp_path / "loop")
+    capsys.readouterr()
+    code = main(["--config", str(config), "--log-format", "json", "heartbeat"])
+    said = capsys.readouterr()
+    assert code == 78
+    assert "+1 facts" in said.out  # the readable source was read and filed
+    assert f"source jsonl:{loop} UNREADABLE ({LINK_LOOP}): nothing was read from it" in said.out
+    events = [json.loads(row) for row in said.err.splitlines() if row.startswith("{")]
+    assert any(e["event"] == "source.unreadable" and e["reason"] == LINK_LOOP for e in events)
+    finished = next(e for e in events if e["event"] == "heartbeat.finished")
+    assert finished["sources_unreadable"] == [f"jsonl:{loop}"]
