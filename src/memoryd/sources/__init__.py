@@ -26,22 +26,31 @@ One `SourceReader` per configured source (`[[agents.sources]]`, `memoryd.setting
   as `source.skipped`); such a file keeps its old cursor and is tried again next time.
 - `result.stats`: `ReadStats` counts (files, bytes, lines, malformed and over-long lines,
   duplicates dropped, turns dropped as older than the backfill cutoff, restarted files).
+- `result.unreadable`: why the source path itself could not be read (its cursors are carried
+  over unchanged), else None. Links out of the source folder, special files and folders that
+  cannot be listed are refused by the walk (`discovery`) and reported in `result.skipped`;
+  records a decoder could not read are counted, logged and kept in the file's cursor state.
 - `reader.lag(cursors)` gives, per file, the bytes not read yet (for `memoryd status`);
-  `reader.files()` lists the files the source names now.
+  `reader.lag_report(cursors)` adds what cannot be read; `reader.files()` lists the files the
+  source names now.
 
 Cost: a read with nothing new stats every file of the source and opens none (about 5 us per
 file); new bytes cost their parsing. Figures: BENCHMARKS.md, "Sources".
 
-Guarantees: only complete lines are consumed; a file that was truncated, rewritten in place or
-replaced is read again from the start without yielding anything twice; a rotated file (same inode,
-new name) or a Paperclip log replaced by its gzip is followed, not re-read; memory stays bounded
+Guarantees: only complete lines are consumed (a line holding two JSON records gives both); a
+file that was truncated, rewritten in place or replaced is read again from the start without
+yielding anything twice; a rotated file (same inode, new name) or a Paperclip log replaced by its
+gzip (a Codex rollout by its `.zst`) is followed, not re-read, and the unread end of a file
+rotated to a name the source does not read, or copied before a truncation, is read from the
+rotated copy; memory stays bounded
 (lines stream in blocks, over-long lines are skipped unread, a ChatGPT export is parsed one
 conversation at a time). The one permitted difference from reading a whole file at once: a branch
 abandoned by a rewind after it was read cannot be taken back, and a message split across two
 reads may come as two turns.
 
 Formats (registry `FORMATS`, config `format`): claude-code, codex, openclaw, paperclip,
-chatgpt-export, jsonl, markdown; each module's docstring states its rules.
+chatgpt-export, jsonl, markdown (aider's history included); each module's docstring states its
+rules.
 """
 
 from memoryd.sources.cursor import CursorError, FileCursor, FileIdentity
