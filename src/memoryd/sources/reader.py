@@ -253,6 +253,8 @@ class SourceReader:
         )
         lags = report.lags
         for key in found.files:
+            if not os.access(key, os.R_OK):  # status only: a heartbeat finds out by reading
+                report.skipped.append(SkipReport(key, "cannot read the file: permission denied"))
             noted = cursors[key].state.get(SKIPPED_STATE) if key in cursors else None
             if isinstance(noted, dict):
                 report.skipped.extend(

@@ -413,3 +413,24 @@ def test_a_heartbeat_names_an_unreadable_source_and_exits_78(
     assert any(e["event"] == "source.unreadable" and e["reason"] == LINK_LOOP for e in events)
     finished = next(e for e in events if e["event"] == "heartbeat.finished")
     assert finished["sources_unreadable"] == [f"jsonl:{loop}"]
+
+
+def test_an_unreadable_file_is_logged_when_read_and_shown_by_status(shared_tmp: Path) -> None:
+    (shared_tmp / "open.jsonl").write_text(line("open"), encoding="utf-8")
+    secret = shared_tmp / "secret.jsonl"
+    secret.write_text(line("not for memoryd"), encoding="utf-8")
+    (shared_tmp / "open.jsonl").chmod(0o644)
+    secret.chmod(0o600 if os.geteuid() == 0 else 0o000)
+    reader = make_reader("jsonl", shared_tmp)
+
+    def read_as_nobody() -> tuple[list[str], list[tuple[str, str]], list[tuple[str, str]]]:
+        with capture_logs() as logs:
+            result = read_once(reader)
+        logged = [(e["path"], e["reason"]) for e in logs if e["event"] == "source.skipped"]
+        shown = [(s.path, s.reason) for s in reader.lag_report(result.cursors).skipped]
+        return texts(result), logged, shown
+
+    said, logged, shown = as_unprivileged(read_as_nobody)
+    assert said == ["open"]
+    assert logged == [(str(secret), "Permission denied")]
+    assert shown == [(str(secret), "cannot read the file: permission denied")]
