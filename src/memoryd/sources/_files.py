@@ -81,6 +81,8 @@ class FileOutcome:
 
 
 SKIPPED_STATE = "skipped"  # the cursor state key holding a file's running counts of skips
+MAX_SKIP_REASONS = 20
+OTHER_REASONS = "other reasons"
 
 
 def with_skips(state: dict[str, Any], before: Mapping[str, Any], new: Mapping[str, int]) -> None:
@@ -91,6 +93,11 @@ def with_skips(state: dict[str, Any], before: Mapping[str, Any], new: Mapping[st
     )
     for reason, count in new.items():
         totals[reason] = totals.get(reason, 0) + count
+    if len(totals) > MAX_SKIP_REASONS:  # reasons name event types: a log could invent many
+        ranked = sorted(totals.items(), key=lambda item: (-item[1], item[0]))
+        kept = dict(ranked[: MAX_SKIP_REASONS - 1])
+        kept[OTHER_REASONS] = sum(count for _, count in ranked[MAX_SKIP_REASONS - 1 :])
+        totals = kept
     if totals:
         state[SKIPPED_STATE] = dict(sorted(totals.items()))
 

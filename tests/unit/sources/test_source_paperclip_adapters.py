@@ -250,3 +250,15 @@ def test_the_guide_s_pattern_finds_a_real_agent_s_runs() -> None:
     assert [Path(p).parent.name for p in make_reader("paperclip", str(pattern)).files()] == [
         "agent_codexcoder"
     ]
+
+
+def test_the_counts_kept_for_status_stay_bounded(tmp_path: Path) -> None:
+    events: list[tuple[int, Any]] = [(0, {"type": f"invented.{n}"}) for n in range(30)]
+    write_paperclip_run(run_path(tmp_path), events)
+    reader = make_reader("paperclip", tmp_path / "run-logs")
+    result = read_once(reader)
+    (cursor,) = result.cursors.values()
+    counts = cursor.state["skipped"]
+    assert len(counts) == 20
+    assert sum(counts.values()) == 30
+    assert counts["other reasons"] == 11
