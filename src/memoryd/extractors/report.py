@@ -38,6 +38,9 @@ class HeartbeatReport:
     stop_reason: str | None = None
     duration_ms: int = 0
     unusable: UnusableLLMError | None = None
+    # Set by the job when pushing to the shared remote has failed `git.push_failure_limit`
+    # jobs in a row: an otherwise successful heartbeat then exits 1.
+    sync_problem: str | None = None
 
     @property
     def stopped_early(self) -> bool:
@@ -50,7 +53,8 @@ class HeartbeatReport:
             return EXIT_CONFIG
         if self.outcome == "stopped":
             return EXIT_TEMPFAIL
-        return EXIT_FAILED if self.outcome == "failed" else EXIT_OK
+        failed = self.outcome == "failed" or self.sync_problem is not None
+        return EXIT_FAILED if failed else EXIT_OK
 
     def log_fields(self) -> dict[str, Any]:
         c = self.counters

@@ -102,7 +102,9 @@ def run_heartbeat(
         )
         reconcile_state(state, heartbeat.git, heartbeat.settings.host, env.clock())
         report = heartbeat.run()
-    hooks.after_commit(settings, git, committed=bool(report.commit or report.foreign_commit))
+    report.sync_problem = hooks.after_commit(
+        settings, git, committed=bool(report.commit or report.foreign_commit)
+    )
     return report
 
 

@@ -44,7 +44,7 @@ def machines(tmp_path: Path) -> tuple[Path, GitStore, GitStore]:
         stores.append(store)
     commit_file(stores[0], "seed.md", "seed\n")
     assert sync.push(stores[0], "origin").outcome == "pushed"
-    assert sync.pull(stores[1], "origin").outcome == "rebased"
+    assert sync.pull(stores[1], "origin").outcome == "fast-forward"
     return remote, stores[0], stores[1]
 
 
@@ -63,17 +63,19 @@ def test_memory_pushed_elsewhere_is_kept_and_ours_lands_on_top(
     assert [e["event"] for e in logs] == ["git.push_failed"]
     assert b.head() == ours
 
-    assert sync.pull(b, "origin").outcome == "rebased"
+    assert sync.pull(b, "origin").outcome == "merged"
     assert (b.store_root / "theirs.md").read_text() == "from a\n"
     assert (b.store_root / "ours.md").read_text() == "from b\n"
+    assert b.status().clean
     assert sync.push(b, "origin").outcome == "pushed"
-    log = git(remote, "log", "--format=%s", "main").splitlines()
-    assert log == ["write ours.md", "write theirs.md", "write seed.md"]
-    assert b.contains(theirs)
+    log = git(remote, "log", "--format=%s", "--topo-order", "main").splitlines()
+    assert log[0].startswith("memoryd: merge origin/main by meaning")
+    assert set(log[1:3]) == {"write ours.md", "write theirs.md"}
+    assert b.contains(theirs) and b.contains(ours)
     assert sync.push(b, "origin").outcome == "up-to-date"
 
 
-def test_a_conflict_keeps_both_sides_and_the_local_commit(
+def test_both_sides_changing_one_file_never_conflicts(
     machines: tuple[Path, GitStore, GitStore],
 ) -> None:
     remote, a, b = machines
@@ -82,29 +84,60 @@ def test_a_conflict_keeps_both_sides_and_the_local_commit(
     ours = commit_file(b, "shared.md", "b's version\n")
     with capture_logs() as logs:
         result = sync.pull(b, "origin")
-    assert result.outcome == "conflict"
-    assert logs[-1]["event"] == "git.pull_failed"
-    # Nothing discarded: our commit is HEAD, our file is intact, no rebase is left half done.
-    assert b.head() == ours
-    assert (b.store_root / "shared.md").read_text() == "b's version\n"
-    assert not b.tracked_changes()
-    assert sync.push(b, "origin").outcome == "rejected"
-    assert git(remote, "show", "main:shared.md") == "a's version\n"
-    # And the next job can still commit locally.
+    assert result.outcome == "merged"
+    assert "git.pull_failed" not in [e["event"] for e in logs]
+    # Both sides' lines are kept; our commit stays in history; nothing is left half done.
+    assert (b.store_root / "shared.md").read_text() == "a's version\nb's version\n"
+    assert b.contains(ours)
+    assert b.status().clean
+    assert b.operation_in_progress() is None
+    assert sync.push(b, "origin").outcome == "pushed"
+    assert git(remote, "show", "main:shared.md") == "a's version\nb's version\n"
     commit_file(b, "later.md", "still writable\n")
 
 
-def test_uncommitted_tracked_changes_postpone_the_pull(
+def test_a_file_outside_the_store_changed_on_both_sides_keeps_the_remotes(
     machines: tuple[Path, GitStore, GitStore],
 ) -> None:
     _remote, a, b = machines
-    commit_file(a, "theirs.md", "from a\n")
+    commit_file(a, "data.bin", "a\n")
+    sync.push(a, "origin")
+    mine = commit_file(b, "data.bin", "b\n")
+    with capture_logs() as logs:
+        assert sync.pull(b, "origin").outcome == "merged"
+    kept = [e for e in logs if e["event"] == "git.merge_kept_remote"]
+    assert kept and kept[0]["path"] == "data.bin"
+    assert (b.store_root / "data.bin").read_text() == "a\n"
+    assert b.contains(mine)  # ours is still in history
+
+
+def test_uncommitted_changes_postpone_the_pull_only_where_the_remote_changed_the_file(
+    machines: tuple[Path, GitStore, GitStore],
+) -> None:
+    _remote, a, b = machines
+    commit_file(a, "seed.md", "seed, changed by a\n")
     sync.push(a, "origin")
     (b.store_root / "seed.md").write_text("half-done write\n", encoding="utf-8")
     before = b.head()
     assert sync.pull(b, "origin").outcome == "skipped"
     assert b.head() == before
     assert (b.store_root / "seed.md").read_text() == "half-done write\n"
+
+
+def test_uncommitted_changes_elsewhere_do_not_block_the_pull(
+    machines: tuple[Path, GitStore, GitStore],
+) -> None:
+    _remote, a, b = machines
+    commit_file(b, "mine.md", "mine\n")
+    sync.push(b, "origin")
+    sync.pull(a, "origin")
+    commit_file(a, "theirs.md", "from a\n")
+    sync.push(a, "origin")
+    (b.store_root / "mine.md").write_text("withheld hand edit\n", encoding="utf-8")
+    assert sync.pull(b, "origin").outcome == "fast-forward"
+    assert (b.store_root / "theirs.md").read_text() == "from a\n"
+    assert (b.store_root / "mine.md").read_text() == "withheld hand edit\n"
+    assert b.status().modified == ("mine.md",)
 
 
 def test_an_unreachable_remote_is_a_logged_failure_not_an_error(tmp_path: Path) -> None:
