@@ -28,6 +28,7 @@ from memoryd.jobs.reconcile import reconcile_state
 from memoryd.jobs.sources import build_sources
 from memoryd.settings import Settings
 from memoryd.state.facade import State
+from memoryd.store.items import host_id_code
 
 
 def heartbeat_options(settings: Settings, host: str) -> HeartbeatOptions:
@@ -43,6 +44,8 @@ def heartbeat_options(settings: Settings, host: str) -> HeartbeatOptions:
         heartbeat_usd=settings.budget.heartbeat_usd,
         model=settings.llm.model,
         host=host,
+        # A store shared by several hosts numbers each host's facts in its own range.
+        host_code=host_id_code(host) if settings.git.push else None,
     )
 
 

@@ -38,7 +38,14 @@ from typing import Any
 from memoryd.errors import CorruptFileError
 from memoryd.store.entities import ARCHIVES, ITEMS_FILE, LIFE, METADATA_FILE, SUMMARY_FILE
 from memoryd.store.hosts import HOSTS_DIR
-from memoryd.store.items import Fact, parse_items, render_items, split_fact_id
+from memoryd.store.items import (
+    Fact,
+    host_code_of,
+    next_fact_id,
+    parse_items,
+    render_items,
+    split_fact_id,
+)
 from memoryd.store.text import normalize_statement
 
 INDEX_FILE = f"{LIFE}/index.md"
@@ -207,10 +214,11 @@ def _renames(
 
 
 def _free_id(fact_id: str, taken: set[str]) -> str:
+    """A new id for this host's fact whose id the remote gave to another: the next one in the
+    same numbering (this host's range for a shared store's id, else the short numbers)."""
     parts = split_fact_id(fact_id)
     slug = parts[0] if parts else fact_id
-    numbers = [p[1] for p in map(split_fact_id, taken) if p and p[0] == slug]
-    return f"{slug}-{max(numbers, default=0) + 1:03d}"
+    return next_fact_id(slug, taken, host_code_of(fact_id))
 
 
 def _id_order(fact_id: str) -> tuple[int, str]:
