@@ -93,7 +93,10 @@ def _clear_own_rebase(git: GitStore) -> None:
     except OSError:
         return
     current = git.plumbing("rev-parse", "HEAD")[1].decode().strip()
-    if not head_name.startswith("refs/heads/") or not _only_memoryds(git, onto, orig_head, current):
+    ours = _rebase_starter(git_dir) == git.identity.email
+    if not (ours and head_name.startswith("refs/heads/")) or not _only_memoryds(
+        git, onto, orig_head, current
+    ):
         return  # a person's rebase: check_writable refuses to write, with what to do
     branch = head_name.removeprefix("refs/heads/")
     git.plumbing("rebase", "--abort")
@@ -106,6 +109,20 @@ def _clear_own_rebase(git: GitStore) -> None:
         raise GitStateError(f"cannot bring back commits made during a rebase: {blocking[:5]}")
     gittree.move_branch(git, branch, orig_head, merged)
     log.warning("git.rebase_commits_kept", branch=branch, commit=merged)
+
+
+def _rebase_starter(git_dir: Path) -> str | None:
+    """The email of whoever started the rebase in progress, from HEAD's reflog (memoryd's own
+    commands carry its identity), or None when the reflog does not say."""
+    try:
+        lines = (git_dir / "logs" / "HEAD").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    for line in reversed(lines.splitlines()):
+        who, _, message = line.partition("\t")
+        if message.startswith("rebase") and "(start)" in message:
+            return who.partition("<")[2].partition(">")[0] or None
+    return None
 
 
 def _only_memoryds(git: GitStore, onto: str, *heads: str) -> bool:
