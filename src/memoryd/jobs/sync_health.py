@@ -1,0 +1,77 @@
+"""The sync's health for `memoryd status`: how this clone stands against the shared remote.
+
+With `git.push`, `status` shows the branch, how many commits this host has that the remote lacks
+(`ahead`, i.e. unpushed) and the reverse (`behind`), as of the last fetch (status never talks to
+the network), when a pull and a push last succeeded, and how many jobs in a row failed to push;
+`failing` once that reaches `git.push_failure_limit`. Read-only: nothing is fetched or written.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memoryd.errors import GitError
+from memoryd.settings import Settings
+from memoryd.store import sync
+from memoryd.store.git import GitIdentity, GitStore
+
+
+def sync_report(settings: Settings) -> dict[str, Any] | None:
+    """The `sync` block of the status report; None when the store is not shared (`git.push`)."""
+    if not settings.git.push:
+        return None
+    identity = GitIdentity(settings.git.author_name, settings.git.author_email)
+    git = GitStore(settings.store.path, identity, None)
+    report: dict[str, Any] = {"remote": settings.git.remote}
+    try:
+        branch = git.branch()
+        report["branch"] = branch
+        report.update(_ahead_behind(git, settings.git.remote, branch))
+        health = sync.read_health(git)
+    except GitError as error:
+        report["error"] = str(error)
+        return report
+    report.update(
+        last_pull=health.last_pull,
+        last_push=health.last_push,
+        push_failures=health.push_failures,
+        last_push_error=health.last_push_error,
+        failing=health.push_failures >= settings.git.push_failure_limit,
+    )
+    return report
+
+
+def _ahead_behind(git: GitStore, remote: str, branch: str | None) -> dict[str, int | None]:
+    if branch is None or git.head() is None:
+        return {"ahead": 0 if branch else None, "behind": None}
+    tracking = f"refs/remotes/{remote}/{branch}"
+    status, _ = git.plumbing("rev-parse", "--verify", "--quiet", tracking, check=False)
+    if status != 0:
+        count = git.plumbing("rev-list", "--count", "HEAD")[1].decode().strip()
+        return {"ahead": int(count), "behind": None}  # never fetched: all of it is unpushed
+    counts = git.plumbing("rev-list", "--left-right", "--count", f"HEAD...{tracking}")[1]
+    ahead, behind = (int(n) for n in counts.decode().split())
+    return {"ahead": ahead, "behind": behind}
+
+
+def sync_lines(report: dict[str, Any] | None) -> list[str]:
+    """The sync block for people (none when the store is not shared)."""
+    if report is None:
+        return []
+    if "error" in report:
+        return [f"sync with {report['remote']}: cannot tell ({report['error']})"]
+    lines = [
+        f"sync with {report['remote']}/{report['branch'] or '(detached HEAD)'}: "
+        f"{report['ahead'] if report['ahead'] is not None else '?'} unpushed, "
+        f"{report['behind'] if report['behind'] is not None else '?'} behind (as of the last "
+        f"fetch); last pull {report['last_pull'] or 'never'}, last push "
+        f"{report['last_push'] or 'never'}"
+    ]
+    if report["failing"]:
+        lines.append(
+            f"SYNC FAILING: the push failed {report['push_failures']} jobs in a row: "
+            f"{report['last_push_error']}"
+        )
+    elif report["push_failures"]:
+        lines.append(f"push failed {report['push_failures']} jobs in a row (retried each job)")
+    return lines
