@@ -15,9 +15,11 @@ remote's tree ("theirs") and re-applies this host's changes since the common anc
 - `life/index.md`: derived; the remote's is taken and the caller regenerates it.
 - `summary.md`: rewritten whole by the weekly rewrite; the remote's is kept when both changed.
 - `entity.json`: key by key; lists (aliases) are joined.
-- other Markdown (daily notes, `MEMORY.md`, skills): line by line. Lines either side added are
-  kept; a region both changed keeps the remote's lines plus the lines this host added there (a
-  line this host removed that the remote kept stays: the person's version wins).
+- daily notes: the bullets this host added to the Timeline and Pending facts sections are added
+  to the remote's note as a heartbeat adds them (`memoryd.store.merge_notes`);
+- other Markdown (`MEMORY.md`, skills, a note with hand edits): line by line. Lines either side
+  added are kept; a region both changed keeps the remote's lines plus the lines this host added
+  there (a line this host removed that the remote kept stays: the person's version wins).
 - anything else both changed (a person's files): the remote's version, reported.
 
 An entity folder moved on one side (archived, or active again) and changed on the other is merged
@@ -46,6 +48,7 @@ from memoryd.store.items import (
     render_items,
     split_fact_id,
 )
+from memoryd.store.merge_notes import merge_note, note_day
 from memoryd.store.text import normalize_statement
 
 INDEX_FILE = f"{LIFE}/index.md"
@@ -99,6 +102,10 @@ def _merge_by_kind(store_path: str, base: bytes | None, ours: bytes, theirs: byt
         merged = FileMerge(theirs, ["summary changed on both sides: the remote's kept"])
     elif name == METADATA_FILE and in_life:
         merged = _merge_metadata(base, ours, theirs)
+    elif (day := note_day(store_path)) is not None and (
+        note := merge_note(day, (base or b"").decode(), ours.decode(), theirs.decode())
+    ) is not None:
+        merged = FileMerge(note.encode())
     elif name.endswith(".md"):
         merged = _merge_text(base, ours, theirs)
     else:

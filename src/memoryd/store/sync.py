@@ -35,7 +35,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Literal
 
-from memoryd.errors import GitError, GitStateError
+from memoryd.errors import GitError, GitStateError, StoreError
 from memoryd.logs import get_logger
 from memoryd.store import gittree
 from memoryd.store.git import GitStore
@@ -178,7 +178,10 @@ def _pull(git: GitStore, remote: str) -> PullResult:
         )
     kept = gittree.move_branch(git, branch, head, new)
     if outcome == "merged":
-        _regenerate_index(git)
+        try:
+            _regenerate_index(git)
+        except StoreError as error:  # e.g. a broken entity.json: the next heartbeat says so
+            log.warning("git.index_not_regenerated", error=str(error))
     detail = new if not kept else f"{new}; left as they are: {', '.join(kept[:5])}"
     return PullResult("fast-forward" if outcome == "fast-forward" else "merged", detail)
 

@@ -139,3 +139,29 @@ def test_a_corrupt_side_keeps_the_remotes_file() -> None:
     result = merge_file(ITEMS, None, b"[not json", items(fact("jane-doe-001", "x")))
     assert result.contradictions
     assert result.data == items(fact("jane-doe-001", "x"))
+
+
+def test_a_daily_note_keeps_its_timeline_in_order_and_each_line_once() -> None:
+    header = (
+        "# 2026-03-02 (Monday)\n\nDaily note filed by memoryd from the agents' conversations.\n"
+    )
+    intro = "What the agents did and heard, by local time."
+
+    def note(*lines: str) -> bytes:
+        return (header + f"\n## Timeline\n\n{intro}\n\n" + "".join(lines)).encode()
+
+    base = note("- 09:00 · ops · start\n")
+    ours = note("- 09:00 · ops · start\n", "- 10:00 · ops · here\n", "- 12:00 · ops · both\n")
+    theirs = note("- 09:00 · ops · start\n", "- 11:00 · ops · there\n", "- 12:00 · ops · both\n")
+    merged = merge_file("memory/2026-03-02.md", base, ours, theirs)
+    assert merged.data == note(
+        "- 09:00 · ops · start\n",
+        "- 10:00 · ops · here\n",
+        "- 11:00 · ops · there\n",
+        "- 12:00 · ops · both\n",
+    )
+    # A hand edit committed here (not a bullet of memoryd's sections) is merged line by line.
+    edited = ours + b"\nA hand-written remark\n"
+    fallback = merge_file("memory/2026-03-02.md", base, edited, theirs)
+    assert fallback.data is not None and b"A hand-written remark" in fallback.data
+    assert b"- 11:00 \xc2\xb7 ops \xc2\xb7 there" in fallback.data
