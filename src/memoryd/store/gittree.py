@@ -30,6 +30,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from memoryd.errors import GitError
 from memoryd.logs import get_logger
 from memoryd.store.git import GitStore
 
@@ -67,6 +68,27 @@ def read_tree(git: GitStore, commit: str | None) -> Tree:
 
 def read_blob(git: GitStore, blob: str) -> bytes:
     return git.plumbing("cat-file", "blob", blob)[1]
+
+
+def read_blobs(git: GitStore, blobs: Iterable[str]) -> dict[str, bytes]:
+    """Many blobs with one git process (`cat-file --batch`)."""
+    wanted = sorted(set(blobs))
+    if not wanted:
+        return {}
+    output = git.plumbing("cat-file", "--batch", stdin="".join(f"{b}\n" for b in wanted).encode())[
+        1
+    ]
+    result: dict[str, bytes] = {}
+    position = 0
+    for blob in wanted:
+        end = output.index(b"\n", position)
+        header = output[position:end].split()
+        if len(header) != 3:
+            raise GitError(f"git cat-file: cannot read object {blob}")
+        size = int(header[2])
+        result[blob] = output[end + 1 : end + 1 + size]
+        position = end + 1 + size + 1  # the content is followed by a newline
+    return result
 
 
 def write_blob(git: GitStore, data: bytes) -> str:
@@ -226,6 +248,17 @@ def _settle(git: GitStore, before: Tree, after: Tree, paths: list[str]) -> list[
     kept: list[str] = []
     records: list[bytes] = []
     disk = _disk_blobs(git, paths)
+    contents = read_blobs(
+        git,
+        (
+            entry.blob
+            for path in paths
+            if (entry := after.get(path)) is not None
+            and entry.mode != "160000"
+            and disk[path] in {_blob(before, path), entry.blob}
+            and disk[path] != entry.blob
+        ),
+    )
     for path in paths:
         target = work_tree / path
         on_disk = disk[path]
@@ -242,7 +275,7 @@ def _settle(git: GitStore, before: Tree, after: Tree, paths: list[str]) -> list[
             records.append(b"0 " + b"0" * 40 + b"\t" + name + b"\0")
             continue
         if on_disk != wanted.blob and wanted.mode != "160000":  # a submodule's folder is its own
-            _write_entry(git, target, wanted)
+            _write_entry(target, wanted, contents[wanted.blob])
         records.append(f"{wanted.mode} {wanted.blob}\t".encode() + name + b"\0")
     if records:
         git.plumbing("update-index", "-z", "--index-info", stdin=b"".join(records))
@@ -251,9 +284,8 @@ def _settle(git: GitStore, before: Tree, after: Tree, paths: list[str]) -> list[
     return kept
 
 
-def _write_entry(git: GitStore, target: Path, entry: Entry) -> None:
+def _write_entry(target: Path, entry: Entry, data: bytes) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
-    data = read_blob(git, entry.blob)
     temporary = target.with_name(f".{target.name}.memoryd-sync")
     temporary.unlink(missing_ok=True)
     if entry.mode == "120000":
