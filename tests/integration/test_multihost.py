@@ -227,3 +227,47 @@ def _git_of(host: Host) -> Any:
     from memoryd.jobs.parts import git_store
 
     return git_store(host.settings(), host.ws.environment().clock)
+
+
+def test_init_and_heartbeats_work_under_a_hostile_global_git_config(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`core.autocrlf=true` with `core.safecrlf=true`, an fsmonitor command and a hook in the
+    person's global configuration: init and heartbeats work, and memoryd's git runs neither."""
+    witness = tmp_path / "ran"
+    script = tmp_path / "hostile.sh"
+    script.write_text(f'#!/bin/sh\necho "$0 $*" >> {witness}\nexit 1\n', encoding="utf-8")
+    script.chmod(0o755)
+    hooks_dir = tmp_path / "hooks"
+    hooks_dir.mkdir()
+    for hook in ("pre-commit", "post-commit", "reference-transaction"):
+        (hooks_dir / hook).symlink_to(script)
+    config = tmp_path / "gitconfig"
+    config.write_text(
+        "[core]\n\tautocrlf = true\n\tsafecrlf = true\n"
+        f"\tfsmonitor = {script}\n\thooksPath = {hooks_dir}\n",
+        encoding="utf-8",
+    )
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "--bare", "--quiet", "-b", "main", str(remote)], check=True)
+    # The remote's side of a push is the server's business (git gives it its own configuration,
+    # not memoryd's): this one runs no hooks.
+    git(remote, "config", "core.hooksPath", "/dev/null")
+    with FakeAnthropicServer(handler=model) as server:
+        host = Host("a", tmp_path / "a", remote, server.base_url)
+        host.ws.init()
+        git(host.ws.store, "remote", "add", "origin", str(remote))
+        host.remember("2026-03-01", "person Jane Doe: Joined Acme as CTO")
+        assert host.heartbeat() == 0
+        host.remember("2026-03-02", "person Jane Doe: Lives in Berlin")
+        assert host.heartbeat() == 0
+    assert not witness.exists()
+    facts = remote_facts(remote, JANE)
+    assert sorted(f["fact"] for f in facts) == ["Joined Acme as CTO", "Lives in Berlin"]
+    blob = subprocess.run(
+        ["git", "-C", str(remote), "show", f"main:{JANE}/items.json"],
+        capture_output=True,
+        check=True,
+    ).stdout
+    assert b"\r\n" not in blob
