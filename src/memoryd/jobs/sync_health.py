@@ -8,18 +8,24 @@ the network), when a pull and a push last succeeded, and how many jobs in a row 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memoryd.errors import GitError
 from memoryd.settings import Settings
-from memoryd.store import sync
-from memoryd.store.git import GitIdentity, GitStore
+
+if TYPE_CHECKING:
+    from memoryd.store.git import GitStore
 
 
 def sync_report(settings: Settings) -> dict[str, Any] | None:
     """The `sync` block of the status report; None when the store is not shared (`git.push`)."""
     if not settings.git.push:
         return None
+    # Imported here: GitPython is only needed when the store is shared, and `status` must start
+    # fast otherwise (tests/unit/test_architecture.py).
+    from memoryd.store import sync  # noqa: PLC0415
+    from memoryd.store.git import GitIdentity, GitStore  # noqa: PLC0415
+
     identity = GitIdentity(settings.git.author_name, settings.git.author_email)
     git = GitStore(settings.store.path, identity, None)
     report: dict[str, Any] = {"remote": settings.git.remote}
