@@ -304,9 +304,3 @@ def _remove_empty_parents(folder: Path, root: Path) -> None:
             return
         folder = folder.parent
 
-
-def head_of(git: GitStore, branch: str) -> str | None:
-    status, output = git.plumbing(
-        "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}", check=False
-    )
-    return output.decode().strip() if status == 0 and output.strip() else None

@@ -5,6 +5,7 @@ move killed half-way."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
@@ -219,3 +220,34 @@ def test_a_branch_move_killed_before_the_branch_moved_is_dropped(tmp_path: Path)
     assert store.head() == old
     marker.write_text("not json", encoding="utf-8")
     assert gittree.settle_interrupted_move(store) == "dropped"
+
+
+def test_a_branch_move_brings_deletions_links_and_modes_and_keeps_a_local_edit(
+    tmp_path: Path,
+) -> None:
+    store = store_at(tmp_path / "s")
+    store.init()
+    (store.store_root / "gone").mkdir()
+    commit_file(store, "gone/a.md", "a\n")
+    old = commit_file(store, "kept.md", "one\n")
+    (store.store_root / "run.sh").write_text("#!/bin/sh\n", encoding="utf-8")
+    (store.store_root / "run.sh").chmod(0o755)
+    (store.store_root / "link.md").symlink_to("kept.md")
+    (store.store_root / "gone" / "a.md").unlink()
+    (store.store_root / "kept.md").write_text("two\n", encoding="utf-8")
+    new = store.commit(["run.sh", "link.md", "gone/a.md", "kept.md"], "changes")
+    assert new is not None
+    git(store.store_root, "reset", "--quiet", "--hard", old)
+    assert (store.store_root / "gone" / "a.md").exists()
+    (store.store_root / "kept.md").write_text("edited by a person meanwhile\n", encoding="utf-8")
+    git(store.store_root, "update-ref", "refs/heads/main", old)
+    with capture_logs() as logs:
+        kept = gittree.move_branch(store, "main", old, new)
+    assert kept == ["kept.md"]
+    assert [e["path"] for e in logs if e["event"] == "git.sync_kept_local"] == ["kept.md"]
+    assert (store.store_root / "kept.md").read_text() == "edited by a person meanwhile\n"
+    assert not (store.store_root / "gone").exists()
+    assert os.readlink(store.store_root / "link.md") == "kept.md"
+    assert os.access(store.store_root / "run.sh", os.X_OK)
+    assert store.status().modified == ("kept.md",)
+    assert gittree.blocking_paths(store, old, new) == ["kept.md"]

@@ -165,3 +165,31 @@ def test_a_daily_note_keeps_its_timeline_in_order_and_each_line_once() -> None:
     fallback = merge_file("memory/2026-03-02.md", base, edited, theirs)
     assert fallback.data is not None and b"A hand-written remark" in fallback.data
     assert b"- 11:00 \xc2\xb7 ops \xc2\xb7 there" in fallback.data
+
+
+def test_entity_metadata_merges_key_by_key_and_joins_aliases() -> None:
+    def meta(**fields: Any) -> bytes:
+        return json.dumps(
+            {"name": "Jane Doe", "aliases": [], "status": "active", **fields}
+        ).encode()
+
+    path = "life/areas/people/jane-doe/entity.json"
+    merged = merge_file(path, meta(), meta(aliases=["Jane"]), meta(aliases=["JD"], note="x"))
+    assert merged.data is not None
+    document = json.loads(merged.data)
+    assert document["aliases"] == ["JD", "Jane"] and document["note"] == "x"
+    clash = merge_file(path, meta(), meta(status="completed"), meta(status="inactive"))
+    assert clash.contradictions and clash.data is not None
+    assert json.loads(clash.data)["status"] == "inactive"
+
+
+def test_removals_keep_the_persons_side() -> None:
+    assert merge_file("MEMORY.md", b"a\n", None, b"b\n").data == b"b\n"
+    removed_there = merge_file("MEMORY.md", b"a\n", b"a\nb\n", None)
+    assert removed_there.data is None and removed_there.contradictions
+    old = fact("jane-doe-001", "Works at Acme")
+    result = merged_facts(items(old), items(replace(old, access_count=4)), items())
+    assert result == {}  # the person removed the fact: it stays removed (reported)
+    assert merge_file("notes.txt", b"a", b"b", b"c").data == b"c"
+    assert merge_file(".memoryd-format", b"1\n", b"2\n", b"3\n").data == b"3\n"
+    assert merge_file("life/projects/x/summary.md", b"a", b"b", b"c").contradictions
