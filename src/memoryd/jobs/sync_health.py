@@ -8,6 +8,7 @@ the network), when a pull and a push last succeeded, and how many jobs in a row 
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memoryd.errors import GitError
@@ -45,6 +46,49 @@ def sync_report(settings: Settings) -> dict[str, Any] | None:
         failing=health.push_failures >= settings.git.push_failure_limit,
     )
     return report
+
+
+def repository_problem(store: Path) -> str | None:
+    """What stops memoryd from writing to the store's repository, read from the git directory's
+    files alone (no git process, no GitPython: `status` stays fast): a detached HEAD, or a
+    rebase, merge, cherry-pick or revert in progress. None when there is nothing to say."""
+    git_dir = _git_dir(store)
+    if git_dir is None:
+        return None
+    for name, operation in (
+        ("rebase-merge", "rebase"),
+        ("rebase-apply", "rebase"),
+        ("MERGE_HEAD", "merge"),
+        ("CHERRY_PICK_HEAD", "cherry-pick"),
+        ("REVERT_HEAD", "revert"),
+    ):
+        if (git_dir / name).exists():
+            return (
+                f"a {operation} is in progress: memoryd writes nothing until it is finished or "
+                f"aborted (a rebase memoryd itself left is cleared by its next job)"
+            )
+    try:
+        head = (git_dir / "HEAD").read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+    if not head.startswith("ref:"):
+        return "HEAD is detached: memoryd refuses to commit until the branch is checked out"
+    return None
+
+
+def _git_dir(store: Path) -> Path | None:
+    folder = store.resolve()
+    while not folder.is_dir() and folder != folder.parent:
+        folder = folder.parent
+    for candidate in (folder, *folder.parents):
+        dot_git = candidate / ".git"
+        if dot_git.is_dir():
+            return dot_git
+        if dot_git.is_file():  # a linked work tree or submodule: `gitdir: <path>`
+            text = dot_git.read_text(encoding="utf-8", errors="replace").strip()
+            if text.startswith("gitdir:"):
+                return (candidate / text.removeprefix("gitdir:").strip()).resolve()
+    return None
 
 
 def _ahead_behind(git: GitStore, remote: str, branch: str | None) -> dict[str, int | None]:

@@ -303,4 +303,3 @@ def _remove_empty_parents(folder: Path, root: Path) -> None:
         except OSError:
             return
         folder = folder.parent
-

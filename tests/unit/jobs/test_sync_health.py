@@ -71,3 +71,25 @@ def test_one_failed_push_is_shown_without_alarm() -> None:
         "failing": False,
     }
     assert sync_lines(report)[1] == "push failed 1 jobs in a row (retried each job)"
+
+
+def test_what_stops_memoryd_from_writing_is_read_from_the_git_directory(tmp_path: Path) -> None:
+    from memoryd.jobs.sync_health import repository_problem
+
+    store = tmp_path / "repo" / "store"
+    store.mkdir(parents=True)
+    repo = store.parent
+    git(repo, "init", "--quiet", "-b", "main")
+    assert repository_problem(store) is None
+    git(repo, "commit", "--quiet", "--allow-empty", "-m", "one")
+    assert repository_problem(store) is None
+    git(repo, "checkout", "--quiet", "--detach")
+    assert "detached" in (repository_problem(store) or "")
+    git(repo, "checkout", "--quiet", "main")
+    (repo / ".git" / "MERGE_HEAD").write_text("0" * 40 + "\n", encoding="utf-8")
+    assert "merge is in progress" in (repository_problem(store) or "")
+    linked = tmp_path / "linked"
+    (repo / ".git" / "MERGE_HEAD").unlink()
+    git(repo, "worktree", "add", "--quiet", "--detach", str(linked))
+    assert "detached" in (repository_problem(linked / "not-yet") or "")
+    assert repository_problem(tmp_path / "elsewhere") is None
