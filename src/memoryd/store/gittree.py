@@ -98,6 +98,22 @@ def write_blob(git: GitStore, data: bytes) -> str:
     )
 
 
+def write_blobs(git: GitStore, contents: list[bytes]) -> list[str]:
+    """Store many contents as blobs with one git process; return their ids, in order."""
+    if not contents:
+        return []
+    _work_tree, git_dir, _prefix = git.locations()
+    with tempfile.TemporaryDirectory(prefix="memoryd-blobs-", dir=git_dir) as folder:
+        names = []
+        for number, data in enumerate(contents):
+            name = Path(folder) / str(number)
+            name.write_bytes(data)
+            names.append(f"{name}\n")
+        listing = "".join(names).encode()
+        output = git.plumbing("hash-object", "-w", "--no-filters", "--stdin-paths", stdin=listing)
+    return output[1].decode().split()
+
+
 def merge_base(git: GitStore, first: str, second: str) -> str | None:
     status, output = git.plumbing("merge-base", first, second, check=False)
     return output.decode().strip() or None if status == 0 else None

@@ -193,27 +193,46 @@ def _merge_commit(git: GitStore, ours: str, theirs: str, name: str) -> str:
     trees = [gittree.read_tree(git, commit) for commit in (base, ours, theirs)]
     base_tree, our_tree, their_tree = _relocated(trees, prefix)
     merged: Tree = dict(their_tree)
-    contradictions = 0
+    conflicting: list[str] = []
     for path in sorted(set(base_tree) | set(our_tree) | set(their_tree)):
         before, mine, remote = base_tree.get(path), our_tree.get(path), their_tree.get(path)
         if mine in (before, remote):
             continue
         if remote == before:
             _put(merged, path, mine)
-            continue
-        result = merge_file(
+        else:
+            conflicting.append(path)
+    blobs = gittree.read_blobs(
+        git,
+        (
+            entry.blob
+            for path in conflicting
+            for entry in (base_tree.get(path), our_tree.get(path), their_tree.get(path))
+            if entry is not None
+        ),
+    )
+
+    def content(entry: Entry | None) -> bytes | None:
+        return None if entry is None else blobs[entry.blob]
+
+    results = {
+        path: merge_file(
             _store_relative(path, prefix),
-            _content(git, before),
-            _content(git, mine),
-            _content(git, remote),
+            content(base_tree.get(path)),
+            content(our_tree.get(path)),
+            content(their_tree.get(path)),
         )
+        for path in conflicting
+    }
+    written = [path for path in conflicting if results[path].data is not None]
+    ids = gittree.write_blobs(git, [results[path].data or b"" for path in written])
+    new_blobs = dict(zip(written, ids, strict=True))
+    contradictions = 0
+    for path in conflicting:
+        mine, remote = our_tree.get(path), their_tree.get(path)
         mode = (mine or remote or Entry("100644", "")).mode
-        _put(
-            merged,
-            path,
-            None if result.data is None else Entry(mode, gittree.write_blob(git, result.data)),
-        )
-        for problem in result.contradictions:
+        _put(merged, path, Entry(mode, new_blobs[path]) if path in new_blobs else None)
+        for problem in results[path].contradictions:
             contradictions += 1
             log.warning(
                 "git.merge_kept_remote",
@@ -255,10 +274,6 @@ def _put(tree: Tree, path: str, entry: Entry | None) -> None:
         tree.pop(path, None)
     else:
         tree[path] = entry
-
-
-def _content(git: GitStore, entry: Entry | None) -> bytes | None:
-    return None if entry is None else gittree.read_blob(git, entry.blob)
 
 
 def _store_relative(path: str, prefix: str) -> str | None:
