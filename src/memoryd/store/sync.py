@@ -157,19 +157,16 @@ def _pull(git: GitStore, remote: str) -> PullResult:
     branch = git.branch()
     if branch is None:
         return PullResult("skipped", "HEAD is detached")
-    try:
-        fetched = git.fetch(remote, branch)
-    except GitError as error:
-        return PullResult("failed", str(error))
-    if fetched is None:
-        return PullResult("no-remote-branch", branch)
+    fetched = _fetch(git, remote, branch)
+    if isinstance(fetched, PullResult):
+        return fetched
     head = git.head()
     if head is not None and gittree.is_ancestor(git, fetched, head):
         return PullResult("up-to-date")
-    if head is None or gittree.is_ancestor(git, head, fetched):
-        new, outcome = fetched, "fast-forward"
-    else:
-        new, outcome = _merge_commit(git, head, fetched, f"{remote}/{branch}"), "merged"
+    target = _target(git, head, fetched, f"{remote}/{branch}")
+    if isinstance(target, PullResult):
+        return target
+    new, outcome = target
     blocking = gittree.blocking_paths(git, head, new)
     if blocking:
         shown = ", ".join(blocking[:5]) + (" ..." if len(blocking) > 5 else "")
@@ -183,7 +180,32 @@ def _pull(git: GitStore, remote: str) -> PullResult:
         except StoreError as error:  # e.g. a broken entity.json: the next heartbeat says so
             log.warning("git.index_not_regenerated", error=str(error))
     detail = new if not kept else f"{new}; left as they are: {', '.join(kept[:5])}"
-    return PullResult("fast-forward" if outcome == "fast-forward" else "merged", detail)
+    return PullResult(outcome, detail)
+
+
+def _fetch(git: GitStore, remote: str, branch: str) -> str | PullResult:
+    try:
+        fetched = git.fetch(remote, branch)
+    except GitError as error:
+        return PullResult("failed", str(error))
+    return fetched if fetched is not None else PullResult("no-remote-branch", branch)
+
+
+def _target(
+    git: GitStore, head: str | None, fetched: str, name: str
+) -> tuple[str, PullOutcome] | PullResult:
+    """Where the branch moves: the remote's commit, or a merge by meaning of the two."""
+    if head is None or gittree.is_ancestor(git, head, fetched):
+        return fetched, "fast-forward"
+    if gittree.merge_base(git, head, fetched) is None:
+        # Two stores that never shared a commit (`memoryd init` run on both hosts): merging them
+        # would mix two memories. The operator chooses (clone the remote's store on this host).
+        return PullResult(
+            "failed",
+            f"{name} shares no history with this store: it is another store; "
+            "clone it instead of running `memoryd init` on each host",
+        )
+    return _merge_commit(git, head, fetched, name), "merged"
 
 
 def _merge_commit(git: GitStore, ours: str, theirs: str, name: str) -> str:

@@ -164,3 +164,23 @@ def test_an_empty_remote_receives_the_first_push(tmp_path: Path) -> None:
     head = commit_file(store, "a.md", "a\n")
     assert sync.push(store, "origin").outcome == "pushed"
     assert git(remote, "rev-parse", "main").strip() == head
+
+
+def test_a_remote_with_an_unrelated_history_is_never_merged(tmp_path: Path) -> None:
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "--bare", "--quiet", "-b", "main", str(remote)], check=True)
+    stores = []
+    for name in ("a", "b"):
+        store = GitStore(tmp_path / name, GitIdentity("memoryd", "m@localhost"), lambda: NOW)
+        store.init()
+        git(store.store_root, "remote", "add", "origin", str(remote))
+        commit_file(store, f"{name}.md", f"{name}\n")
+        stores.append(store)
+    assert sync.push(stores[0], "origin").outcome == "pushed"
+    head = stores[1].head()
+    with capture_logs() as logs:
+        result = sync.pull(stores[1], "origin")
+    assert result.outcome == "failed" and "no history" in result.detail
+    assert logs[-1]["event"] == "git.pull_failed"
+    assert stores[1].head() == head
+    assert not (stores[1].store_root / "a.md").exists()
