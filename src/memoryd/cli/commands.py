@@ -132,8 +132,9 @@ def _prompt_problems() -> list[str]:
 
 
 def _store_problems(config: LoadedConfig, environ: Mapping[str, str]) -> list[str]:
-    """Problems with an existing store: a format newer than this memoryd reads, or a folder the
-    enclosing repository ignores (memoryd would refuse to commit it). A folder that is not a
+    """Problems with an existing store: a format newer than this memoryd reads, a folder the
+    enclosing repository ignores (memoryd would refuse to commit it), or a repository memoryd
+    must not write to (a detached HEAD, a rebase or merge in progress). A folder that is not a
     store yet is no problem here: `memoryd init` makes it one."""
     from memoryd.jobs.parts import git_store  # noqa: PLC0415
     from memoryd.store.layout import check_store, read_format  # noqa: PLC0415
@@ -143,7 +144,10 @@ def _store_problems(config: LoadedConfig, environ: Mapping[str, str]) -> list[st
         return []
     try:
         check_store(store)
-        git_store(config.settings, Environment.live(environ).clock).check_not_ignored()
+        git = git_store(config.settings, Environment.live(environ).clock)
+        git.check_not_ignored()
+        if git.head() is not None:
+            git.check_writable()  # a detached HEAD, a person's rebase or merge in progress
     except StoreError as error:
         return [f"At 'store.path': {error}"]
     return []
