@@ -66,6 +66,9 @@ __all__ = [
 ]
 
 DEFAULT_BRANCH = "main"
+# Present in the git directory while memoryd moves its branch and work tree to another commit
+# (`memoryd.store.gittree`); no commit is made until the move is finished.
+SYNC_MARKER = "memoryd-sync.json"
 # Settings forced on every git command memoryd runs, through GIT_CONFIG_COUNT/KEY/VALUE (git >=
 # 2.31): these take precedence over every config file (system, global, the repository's own), so
 # no setting there changes what memoryd relies on. Documented in docs/operators-guide.md §9.
@@ -608,6 +611,11 @@ class _Session:
         return None
 
     def check_writable(self) -> None:
+        if (self.git_dir / SYNC_MARKER).exists():
+            raise GitBusyError(
+                f"memoryd's move of the branch to another commit is unfinished in {self.work_tree}"
+                "; the next job finishes it before writing"
+            )
         operation = self.operation_in_progress()
         if operation is not None:
             raise GitStateError(

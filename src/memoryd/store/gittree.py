@@ -32,11 +32,11 @@ from pathlib import Path
 
 from memoryd.errors import GitError
 from memoryd.logs import get_logger
-from memoryd.store.git import GitStore
+from memoryd.store.git import SYNC_MARKER, GitStore
 
 log = get_logger(__name__)
 
-MARKER_NAME = "memoryd-sync.json"
+MARKER_NAME = SYNC_MARKER
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
 

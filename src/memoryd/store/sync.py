@@ -141,7 +141,7 @@ def pull(git: GitStore, remote: str) -> PullResult:
     try:
         result = _pull(git, remote)
     except GitError as error:  # e.g. the store is not a repository yet
-        result = PullResult("failed", str(error))
+        result = _settled(git, PullResult("failed", str(error)))
     if result.outcome == "failed":
         log.error("git.pull_failed", remote=remote, outcome=result.outcome, detail=result.detail)
     elif result.outcome == "skipped":
@@ -181,6 +181,20 @@ def _pull(git: GitStore, remote: str) -> PullResult:
             log.warning("git.index_not_regenerated", error=str(error))
     detail = new if not kept else f"{new}; left as they are: {', '.join(kept[:5])}"
     return PullResult(outcome, detail)
+
+
+def _settled(git: GitStore, failed: PullResult) -> PullResult:
+    """After a pull failed: a branch move it left unfinished is finished now, or the error stops
+    the job (GitError): a half-moved work tree must never be committed as someone's edits."""
+    try:
+        _work_tree, git_dir, _prefix = git.locations()
+    except GitError:
+        return failed  # not a repository: there is no move to finish
+    if not (git_dir / gittree.MARKER_NAME).exists():
+        return failed
+    if gittree.settle_interrupted_move(git) == "finished":
+        return PullResult("fast-forward", f"finished after an error ({failed.detail})")
+    return failed
 
 
 def _fetch(git: GitStore, remote: str, branch: str) -> str | PullResult:

@@ -251,3 +251,18 @@ def test_a_branch_move_brings_deletions_links_and_modes_and_keeps_a_local_edit(
     assert os.access(store.store_root / "run.sh", os.X_OK)
     assert store.status().modified == ("kept.md",)
     assert gittree.blocking_paths(store, old, new) == ["kept.md"]
+
+
+def test_no_commit_is_made_while_a_branch_move_is_unfinished(tmp_path: Path) -> None:
+    store = store_at(tmp_path / "s")
+    store.init()
+    old = commit_file(store, "a.md", "one\n")
+    _work, git_dir, _prefix = store.locations()
+    (git_dir / gittree.MARKER_NAME).write_text(
+        json.dumps({"branch": "main", "old": old, "new": old, "paths": []}), encoding="utf-8"
+    )
+    (store.store_root / "b.md").write_text("b\n", encoding="utf-8")
+    with pytest.raises(GitBusyError, match="unfinished"):
+        store.commit(["b.md"], "b")
+    sync.recover(store)
+    assert store.commit(["b.md"], "b") is not None

@@ -184,3 +184,41 @@ def test_a_remote_with_an_unrelated_history_is_never_merged(tmp_path: Path) -> N
     assert logs[-1]["event"] == "git.pull_failed"
     assert stores[1].head() == head
     assert not (stores[1].store_root / "a.md").exists()
+
+
+def test_a_pull_stopped_half_way_by_a_live_index_lock_stops_the_job_until_finished(
+    machines: tuple[Path, GitStore, GitStore],
+) -> None:
+    from memoryd.errors import GitBusyError
+    from memoryd.store import gittree
+
+    _remote, a, b = machines
+    commit_file(a, "theirs.md", "from a\n")
+    sync.push(a, "origin")
+    busy = GitStore(b.store_root, b.identity, lambda: NOW, lock_timeout_seconds=0.1)
+    lock = b.store_root / ".git" / "index.lock"
+    holder = subprocess.Popen(
+        ["python3", "-c", f"f = open({str(lock)!r}, 'a'); print('held', flush=True); input()"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        with pytest.raises(GitBusyError):
+            sync.pull(busy, "origin")  # the branch moved; the index could not follow
+        (b.store_root / "mine.md").write_text("x\n", encoding="utf-8")
+        with pytest.raises(GitBusyError):
+            busy.commit(["mine.md"], "nothing is committed meanwhile")
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.close()
+        holder.wait()
+        if holder.stdout is not None:
+            holder.stdout.close()
+        lock.unlink(missing_ok=True)
+    sync.recover(b)
+    assert not (b.store_root / ".git" / gittree.MARKER_NAME).exists()
+    assert (b.store_root / "theirs.md").read_text() == "from a\n"
+    assert b.status().untracked == ("mine.md",)
+    assert b.commit(["mine.md"], "now") is not None
