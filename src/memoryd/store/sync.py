@@ -1,7 +1,7 @@
 """Sharing the store through a git remote (config `git.push`): pull before writing, push after.
 
 Policy, on top of `memoryd.store.gittree` (trees, commits, safe branch moves) and
-`memoryd.store.merge` (merging files by meaning):
+`memoryd.store.merge_tree` / `memoryd.store.merge` (merging trees and files by meaning):
 
 - **pull** = fetch the branch; when the remote has moved, bring its commits in:
   - this host has nothing unpushed: the branch moves to the remote's commit (a fast-forward);
@@ -39,8 +39,7 @@ from memoryd.errors import GitError, GitStateError, StoreError
 from memoryd.logs import get_logger
 from memoryd.store import gittree
 from memoryd.store.git import GitStore
-from memoryd.store.gittree import Entry, Tree
-from memoryd.store.merge import entity_folders, merge_file, relocate, relocations
+from memoryd.store.merge_tree import merge_commit, regenerate_index
 
 log = get_logger(__name__)
 
@@ -48,7 +47,6 @@ PullOutcome = Literal[
     "up-to-date", "fast-forward", "merged", "no-remote-branch", "skipped", "failed"
 ]
 PushOutcome = Literal["pushed", "up-to-date", "skipped", "rejected", "failed"]
-SYNC_TRAILER = "Memoryd-Sync"
 HEALTH_NAME = "memoryd-sync-health.json"
 PUSH_ATTEMPTS = 3
 
@@ -103,7 +101,7 @@ def _clear_own_rebase(git: GitStore) -> None:
     log.warning("git.rebase_cleared", branch=branch, kept=orig_head, detached=current)
     if gittree.is_ancestor(git, current, orig_head):
         return
-    merged = _merge_commit(git, orig_head, current, "the commits made during the rebase")
+    merged = merge_commit(git, orig_head, current, "the commits made during the rebase")
     blocking = gittree.blocking_paths(git, orig_head, merged)
     if blocking:
         raise GitStateError(f"cannot bring back commits made during a rebase: {blocking[:5]}")
@@ -176,7 +174,7 @@ def _pull(git: GitStore, remote: str) -> PullResult:
     kept = gittree.move_branch(git, branch, head, new)
     if outcome == "merged":
         try:
-            _regenerate_index(git)
+            regenerate_index(git)
         except StoreError as error:  # e.g. a broken entity.json: the next heartbeat says so
             log.warning("git.index_not_regenerated", error=str(error))
     detail = new if not kept else f"{new}; left as they are: {', '.join(kept[:5])}"
@@ -219,119 +217,7 @@ def _target(
             f"{name} shares no history with this store: it is another store; "
             "clone it instead of running `memoryd init` on each host",
         )
-    return _merge_commit(git, head, fetched, name), "merged"
-
-
-def _merge_commit(git: GitStore, ours: str, theirs: str, name: str) -> str:
-    """A commit of the remote's tree with this host's changes re-applied by meaning."""
-    base = gittree.merge_base(git, ours, theirs)
-    _work_tree, _git_dir, prefix = git.locations()
-    trees = [gittree.read_tree(git, commit) for commit in (base, ours, theirs)]
-    base_tree, our_tree, their_tree = _relocated(trees, prefix)
-    merged: Tree = dict(their_tree)
-    conflicting: list[str] = []
-    for path in sorted(set(base_tree) | set(our_tree) | set(their_tree)):
-        before, mine, remote = base_tree.get(path), our_tree.get(path), their_tree.get(path)
-        if mine in (before, remote):
-            continue
-        if remote == before:
-            _put(merged, path, mine)
-        else:
-            conflicting.append(path)
-    blobs = gittree.read_blobs(
-        git,
-        (
-            entry.blob
-            for path in conflicting
-            for entry in (base_tree.get(path), our_tree.get(path), their_tree.get(path))
-            if entry is not None
-        ),
-    )
-
-    def content(entry: Entry | None) -> bytes | None:
-        return None if entry is None else blobs[entry.blob]
-
-    results = {
-        path: merge_file(
-            _store_relative(path, prefix),
-            content(base_tree.get(path)),
-            content(our_tree.get(path)),
-            content(their_tree.get(path)),
-        )
-        for path in conflicting
-    }
-    written = [path for path in conflicting if results[path].data is not None]
-    ids = gittree.write_blobs(git, [results[path].data or b"" for path in written])
-    new_blobs = dict(zip(written, ids, strict=True))
-    contradictions = 0
-    for path in conflicting:
-        mine, remote = our_tree.get(path), their_tree.get(path)
-        mode = (mine or remote or Entry("100644", "")).mode
-        _put(merged, path, Entry(mode, new_blobs[path]) if path in new_blobs else None)
-        for problem in results[path].contradictions:
-            contradictions += 1
-            log.warning(
-                "git.merge_kept_remote",
-                path=path,
-                detail=problem,
-                ours=None if mine is None else mine.blob,
-            )
-    message = (
-        f"memoryd: merge {name} by meaning ({contradictions} contradiction(s) kept the remote's)"
-        f"\n\n{SYNC_TRAILER}: merge\n"
-    )
-    return gittree.commit_tree(git, merged, [theirs, ours], message)
-
-
-def _relocated(trees: list[Tree], prefix: str) -> tuple[Tree, Tree, Tree]:
-    """The three trees with each entity folder moved where the merged entity lives."""
-    stored = [
-        {rel: path for path in tree if (rel := _store_relative(path, prefix)) is not None}
-        for tree in trees
-    ]
-    folders = [entity_folders(paths) for paths in stored]
-    target = relocations(*folders)
-    moved = []
-    for tree, side_folders in zip(trees, folders, strict=True):
-        result: Tree = {}
-        for path, entry in tree.items():
-            relative = _store_relative(path, prefix)
-            if relative is None:
-                result[path] = entry
-                continue
-            relative = relocate(relative, side_folders, target)
-            result[f"{prefix}/{relative}" if prefix else relative] = entry
-        moved.append(result)
-    return moved[0], moved[1], moved[2]
-
-
-def _put(tree: Tree, path: str, entry: Entry | None) -> None:
-    if entry is None:
-        tree.pop(path, None)
-    else:
-        tree[path] = entry
-
-
-def _store_relative(path: str, prefix: str) -> str | None:
-    if not prefix:
-        return path
-    return path[len(prefix) + 1 :] if path.startswith(prefix + "/") else None
-
-
-def _regenerate_index(git: GitStore) -> None:
-    """`life/index.md` is derived: after a merge it is written again from the merged catalogue."""
-    from memoryd.store.catalog import EntityCatalog  # noqa: PLC0415 - only after a merge
-    from memoryd.store.index import INDEX_PATH, write_index  # noqa: PLC0415
-    from memoryd.store.unit import UnitOfWork  # noqa: PLC0415
-
-    uow = UnitOfWork(git)
-    if not uow.exists(INDEX_PATH):
-        return
-    write_index(uow, EntityCatalog.load(uow))
-    if uow.plan():
-        uow.apply_and_commit(
-            "memoryd: regenerate life/index.md after a merge", {SYNC_TRAILER: "index"}
-        )
+    return merge_commit(git, head, fetched, name), "merged"
 
 
 # -- push ----------------------------------------------------------------------------------
