@@ -45,3 +45,22 @@ def test_a_detached_head_exits_78_with_what_to_do_and_nothing_committed(tmp_path
     assert after == head
     status = memoryd("status", cwd=tmp_path)
     assert "REPOSITORY: HEAD is detached" in status.stdout
+
+
+def test_check_warns_when_another_host_shares_this_hosts_range_of_fact_ids(
+    tmp_path: Path,
+) -> None:
+    write_config(tmp_path, "[git]\npush = true\n")
+    config = tmp_path / "memoryd.toml"
+    config.write_text(
+        config.read_text(encoding="utf-8").replace(
+            'path = "state"', 'path = "state"\nhost = "host-93"'
+        ),
+        encoding="utf-8",
+    )
+    assert memoryd("init", cwd=tmp_path).returncode == EXIT_OK
+    hosts = tmp_path / "store" / ".memoryd" / "hosts"
+    hosts.mkdir(parents=True, exist_ok=True)
+    (hosts / "host-4.json").write_text('{"host": "host-4"}', encoding="utf-8")
+    check = memoryd("check", cwd=tmp_path)
+    assert "host 'host-4' numbers its fact ids in the same range" in check.stdout + check.stderr

@@ -76,6 +76,26 @@ def repository_problem(store: Path) -> str | None:
     return None
 
 
+def host_code_clashes(store: Path, host: str) -> list[str]:
+    """The other hosts of a shared store whose fact ids share this host's range (their names
+    give the same `host_id_code`); read from the hosts' records in the store."""
+    import json  # noqa: PLC0415 - only `check` asks
+
+    from memoryd.store.hosts import HOSTS_DIR  # noqa: PLC0415
+    from memoryd.store.items import host_id_code  # noqa: PLC0415
+
+    mine = host_id_code(host)
+    clashes = []
+    for record in sorted((store / HOSTS_DIR).glob("*.json")):
+        try:
+            name = json.loads(record.read_text(encoding="utf-8")).get("host")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if isinstance(name, str) and name != host and host_id_code(name) == mine:
+            clashes.append(name)
+    return clashes
+
+
 def _git_dir(store: Path) -> Path | None:
     folder = store.resolve()
     while not folder.is_dir() and folder != folder.parent:

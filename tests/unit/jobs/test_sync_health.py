@@ -93,3 +93,17 @@ def test_what_stops_memoryd_from_writing_is_read_from_the_git_directory(tmp_path
     git(repo, "worktree", "add", "--quiet", "--detach", str(linked))
     assert "detached" in (repository_problem(linked / "not-yet") or "")
     assert repository_problem(tmp_path / "elsewhere") is None
+
+
+def test_hosts_sharing_a_range_of_fact_ids_are_found_from_their_records(tmp_path: Path) -> None:
+    from memoryd.jobs.sync_health import host_code_clashes
+    from memoryd.store.items import host_id_code
+
+    assert host_id_code("host-4") == host_id_code("host-93")  # a known clash
+    hosts = tmp_path / ".memoryd" / "hosts"
+    hosts.mkdir(parents=True)
+    for name in ("host-4", "host-93", "host-5"):
+        (hosts / f"{name}.json").write_text(f'{{"host": "{name}"}}', encoding="utf-8")
+    (hosts / "broken.json").write_text("not json", encoding="utf-8")
+    assert host_code_clashes(tmp_path, "host-93") == ["host-4"]
+    assert host_code_clashes(tmp_path, "host-5") == []
