@@ -8,6 +8,9 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from memoryd.store.items import Fact, FactSource, parse_items, render_items
 from memoryd.store.merge import entity_folders, merge_file, merge_lines, relocate, relocations
 
@@ -193,3 +196,40 @@ def test_removals_keep_the_persons_side() -> None:
     assert merge_file("notes.txt", b"a", b"b", b"c").data == b"c"
     assert merge_file(".memoryd-format", b"1\n", b"2\n", b"3\n").data == b"3\n"
     assert merge_file("life/projects/x/summary.md", b"a", b"b", b"c").contradictions
+
+
+@given(
+    st.lists(st.integers(0, 30), max_size=12, unique=True),
+    st.lists(
+        st.tuples(st.integers(0, 12), st.integers(100, 130)), max_size=5, unique_by=lambda t: t[1]
+    ),
+    st.lists(
+        st.tuples(st.integers(0, 12), st.integers(200, 230)), max_size=5, unique_by=lambda t: t[1]
+    ),
+    st.sets(st.integers(0, 30)),
+)
+def test_every_line_either_side_added_is_kept(
+    base_numbers: list[int],
+    ours_inserts: list[tuple[int, int]],
+    theirs_inserts: list[tuple[int, int]],
+    theirs_removed: set[int],
+) -> None:
+    base = [f"{n}\n" for n in base_numbers]
+
+    def with_inserts(lines: list[str], inserts: list[tuple[int, int]]) -> list[str]:
+        result = list(lines)
+        for position, number in inserts:
+            result.insert(min(position, len(result)), f"{number}\n")
+        return result
+
+    ours = with_inserts(base, ours_inserts)
+    theirs = with_inserts(
+        [line for line in base if int(line) not in theirs_removed], theirs_inserts
+    )
+    merged, _lost = merge_lines(base, ours, theirs)
+    for line in ours + theirs:
+        if line not in base:
+            assert merged.count(line) == 1
+    for line in base:  # a line the remote removed stays removed
+        if int(line) in theirs_removed:
+            assert line not in merged
