@@ -2,9 +2,10 @@
 
 Host c has a heartbeat the remote lacks (it was offline) and host a has pushed since, so c's next
 pull merges by meaning and moves its branch. A wrapper named `git`, first on memoryd's PATH, runs
-the real `git update-ref` of that move and then kills memoryd with SIGKILL: the branch has moved,
-the work tree has not followed. The restarted memoryd must finish the move (never taking the
-stale work tree for someone's edits), and nothing of either host may be lost.
+the real git and then kills memoryd with SIGKILL, after the merge commit is written, after the
+branch moved (the work tree has not followed), or after the work tree followed (the index only in
+part). The restarted memoryd must finish the move (never taking the stale work tree for someone's
+edits), and nothing of either host may be lost.
 """
 
 from __future__ import annotations
@@ -25,8 +26,10 @@ pytestmark = pytest.mark.slow
 
 REAL_GIT = shutil.which("git")
 WRAPPER = """#!/bin/sh
-# Test wrapper: run the real git; after the first `git update-ref`, kill memoryd (our parent).
-if [ -n "$KILL_MARKER" ] && [ -e "$KILL_MARKER" ] && [ "$1" = "update-ref" ]; then
+# Test wrapper: run the real git; after the first `git $KILL_AFTER`, kill memoryd (our parent).
+# Commands on the private index that builds the merge commit are not the move's: never killed.
+case "$GIT_INDEX_FILE" in *memoryd-index-*) exec "$REAL_GIT" "$@";; esac
+if [ -n "$KILL_MARKER" ] && [ -e "$KILL_MARKER" ] && [ "$1" = "$KILL_AFTER" ]; then
   "$REAL_GIT" "$@"; status=$?
   rm -f "$KILL_MARKER"; kill -9 "$PPID"; exit $status
 fi
@@ -63,7 +66,9 @@ name = "ops"
     return path
 
 
-def memoryd_heartbeat(host: Host, wrapper: Path | None) -> tuple[int, str]:
+def memoryd_heartbeat(
+    host: Host, wrapper: Path | None, kill_after: str = "update-ref"
+) -> tuple[int, str]:
     environ = {
         "PATH": os.environ["PATH"],
         "HOME": str(host.ws.root),
@@ -77,6 +82,7 @@ def memoryd_heartbeat(host: Host, wrapper: Path | None) -> tuple[int, str]:
             PATH=f"{wrapper}{os.pathsep}{os.environ['PATH']}",
             REAL_GIT=str(REAL_GIT),
             KILL_MARKER=str(marker),
+            KILL_AFTER=kill_after,
         )
     command = [sys.executable, "-m", "memoryd", "--config", str(config_for(host))]
     result = subprocess.run(
@@ -90,7 +96,17 @@ def memoryd_heartbeat(host: Host, wrapper: Path | None) -> tuple[int, str]:
     return result.returncode, result.stderr
 
 
-def test_sigkill_while_moving_to_a_merge_loses_nothing(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("kill_after", "recovery"),
+    [
+        ("commit-tree", []),  # the merge commit exists, nothing moved: the next pull redoes it
+        ("update-ref", ["finished"]),  # the branch moved, the work tree did not follow
+        ("update-index", ["finished"]),  # the work tree followed, the index half did
+    ],
+)
+def test_sigkill_while_moving_to_a_merge_loses_nothing(
+    tmp_path: Path, kill_after: str, recovery: list[str]
+) -> None:
     assert REAL_GIT is not None
     wrapper = tmp_path / "bin"
     wrapper.mkdir()
@@ -114,17 +130,16 @@ def test_sigkill_while_moving_to_a_merge_loses_nothing(tmp_path: Path) -> None:
         assert a.heartbeat() == 0
         c.remember("2026-03-03", "person Jane Doe: Speaks French")
 
-        status, _ = memoryd_heartbeat(c, wrapper)
+        status, _ = memoryd_heartbeat(c, wrapper, kill_after)
         assert status == -signal.SIGKILL
         marker = c.ws.store / ".git" / "memoryd-sync.json"
-        assert marker.exists()  # killed between the branch move and the work tree's
-        assert c.ws.git("status", "--porcelain") != ""
+        assert marker.exists() == bool(recovery)  # killed in the middle of the move
 
         status, stderr = memoryd_heartbeat(c, None)
         assert status == 0, stderr
     events = [json.loads(line) for line in stderr.splitlines() if line.startswith("{")]
     recovered = [e for e in events if e["event"] == "git.sync_recovered"]
-    assert [e["action"] for e in recovered] == ["finished"]
+    assert [e["action"] for e in recovered] == recovery
     assert not marker.exists()
     assert not any(e["event"] == "store.foreign_edits_committed" for e in events)
     facts = sorted(f["fact"] for f in remote_facts(remote, JANE))
