@@ -271,3 +271,40 @@ def test_init_and_heartbeats_work_under_a_hostile_global_git_config(
         check=True,
     ).stdout
     assert b"\r\n" not in blob
+
+
+def test_a_hand_edit_withheld_for_a_secret_does_not_block_the_pull(
+    fleet: Any, tmp_path: Path
+) -> None:
+    hosts, remote, _server = fleet
+    a = hosts[0]
+    secret = "sk-ant-api03-" + "Zq9Xw8Vu7Ts6" * 7 + "abcdefghAA"
+    a.remember("2026-03-01", "person Jane Doe: Joined Acme as CTO")
+    assert a.heartbeat() == 0
+    tacit = a.ws.store / "MEMORY.md"
+    tacit.write_text(
+        tacit.read_text(encoding="utf-8") + f"- My key is {secret}\n", encoding="utf-8"
+    )
+    assert a.heartbeat() == 0  # the edit is withheld: it holds a secret
+    assert a.ws.git("status", "--porcelain").strip() == "M MEMORY.md"
+    person = tmp_path / "person"
+    git(tmp_path, "clone", "--quiet", str(remote), str(person))
+    with (person / "MEMORY.md").open("a", encoding="utf-8") as handle:
+        handle.write("- Prefers tea\n")
+    git(person, "commit", "--quiet", "-am", "tacit by hand")
+    git(person, "push", "--quiet", "origin", "main")
+
+    a.remember("2026-03-02", "person Jane Doe: Lives in Berlin")
+    with capture_logs() as logs:
+        assert a.heartbeat() == 0
+    events = [e["event"] for e in logs]
+    assert "git.local_edit_carried" in events and "git.pull_skipped" not in events
+    on_disk = tacit.read_text(encoding="utf-8")
+    assert "- Prefers tea\n" in on_disk and secret in on_disk
+    pushed = git(remote, "show", "main:MEMORY.md")
+    assert "- Prefers tea\n" in pushed and secret not in pushed
+    assert sorted(f["fact"] for f in remote_facts(remote, JANE)) == [
+        "Joined Acme as CTO",
+        "Lives in Berlin",
+    ]
+    assert a.ws.git("status", "--porcelain").strip() == "M MEMORY.md"

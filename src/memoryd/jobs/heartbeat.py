@@ -1,10 +1,11 @@
 """The heartbeat job: one heartbeat over freshly opened real parts, and its dry run.
 
 The caller (the `heartbeat` command, the daemon) holds the single-writer lock. In order:
-pull (with `git.push`), open the state database and the extractor, check the store, bring the
-state database in step with the store and finish whatever a killed job left half-done
-(`memoryd.jobs.reconcile`), run the heartbeat, close everything, then push and run
-`index.commands` (`memoryd.jobs.hooks`: neither can fail the heartbeat).
+settle the repository (`memoryd.jobs.hooks`), open the state database and the extractor, check
+the store, bring the state database in step with the store and finish whatever a killed job left
+half-done (`memoryd.jobs.reconcile`), pull (with `git.push`), run the heartbeat, close
+everything, then push and run `index.commands` (`memoryd.jobs.hooks`: neither can fail the
+heartbeat).
 """
 
 from __future__ import annotations
@@ -92,7 +93,7 @@ def run_heartbeat(
     `progress` is called with the report so far after each chunk sent to the model.
     """
     git = git_store(settings, env.clock)
-    hooks.before_writing(settings, git)
+    hooks.before_writing(settings, git, pull=False)
     with (
         open_state(settings, env, discard_corrupt=True) as state,
         extractor_for(settings, env) as extractor,
@@ -104,6 +105,10 @@ def run_heartbeat(
             settings, env, state, watched, should_stop=should_stop, run_id=run_id
         )
         reconcile_state(state, heartbeat.git, heartbeat.settings.host, env.clock())
+        # Pulled once the killed jobs' half-done writes are finished or undone (see hooks); the
+        # store is checked again in case the remote brought a newer format.
+        hooks.pull_after_recovery(settings, git)
+        prepare_store(git, dry_run=True)
         report = heartbeat.run()
     report.sync_problem = hooks.after_commit(
         settings, git, committed=bool(report.commit or report.foreign_commit)

@@ -30,12 +30,20 @@ log = get_logger(__name__)
 _OUTPUT_CHARS = 500
 
 
-def before_writing(settings: Settings, git: GitStore) -> None:
-    """Settle and check the repository (see the module docstring); with `git.push`, bring in
-    memory pushed from elsewhere before this job writes."""
+def before_writing(settings: Settings, git: GitStore, *, pull: bool = True) -> None:
+    """Settle and check the repository (see the module docstring); with `git.push` (and `pull`),
+    bring in memory pushed from elsewhere before this job writes."""
     sync.recover(git)
-    if settings.git.push:
+    if pull and settings.git.push:
         sync.pull(git, settings.git.remote)
+
+
+def pull_after_recovery(settings: Settings, git: GitStore) -> None:
+    """With `git.push`, bring in memory pushed from elsewhere once memoryd's own half-done writes
+    are finished or undone: uncommitted edits others left in files the remote changed are then
+    carried over instead of postponing the pull (`memoryd.store.sync.pull`)."""
+    if settings.git.push:
+        sync.pull(git, settings.git.remote, carry_edits=True)
 
 
 def after_commit(settings: Settings, git: GitStore, committed: bool) -> str | None:

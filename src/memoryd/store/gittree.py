@@ -279,11 +279,14 @@ def _settle(git: GitStore, before: Tree, after: Tree, paths: list[str]) -> list[
         target = work_tree / path
         on_disk = disk[path]
         wanted = after.get(path)
+        name = path.encode("utf-8", "surrogateescape")
         if on_disk not in {_blob(before, path), _blob(after, path)}:
+            # Someone's change: the file stays as it is, on top of the new commit (the index
+            # follows the commit, so the change shows as uncommitted, never as a staged revert).
             kept.append(path)
             log.warning("git.sync_kept_local", path=path)
+            records.append(_index_record(wanted, name))
             continue
-        name = path.encode("utf-8", "surrogateescape")
         if wanted is None:
             if os.path.lexists(target):
                 target.unlink()
@@ -298,6 +301,21 @@ def _settle(git: GitStore, before: Tree, after: Tree, paths: list[str]) -> list[
         # Refresh the stat data of the files just written, so they do not show as modified.
         git.plumbing("update-index", "-q", "--refresh", check=False)
     return kept
+
+
+def _index_record(entry: Entry | None, name: bytes) -> bytes:
+    if entry is None:
+        return b"0 " + b"0" * 40 + b"\t" + name + b"\0"
+    return f"{entry.mode} {entry.blob}\t".encode() + name + b"\0"
+
+
+def write_work_file(git: GitStore, path: str, data: bytes) -> None:
+    """Replace the work tree's file at repo-relative `path` (a regular file) by `data`,
+    atomically; the index is left as it is."""
+    work_tree, _git_dir, _prefix = git.locations()
+    target = work_tree / path
+    mode = "100755" if os.access(target, os.X_OK) else "100644"
+    _write_entry(target, Entry(mode, ""), data)
 
 
 def _write_entry(target: Path, entry: Entry, data: bytes) -> None:

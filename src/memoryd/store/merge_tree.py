@@ -133,3 +133,39 @@ def regenerate_index(git: GitStore) -> None:
         uow.apply_and_commit(
             "memoryd: regenerate life/index.md after a merge", {SYNC_TRAILER: "index"}
         )
+
+
+def carry_local_edits(
+    git: GitStore, old: str | None, new: str, paths: list[str]
+) -> dict[str, bytes]:
+    """For uncommitted edits to files that the move from `old` to `new` changes: the content each
+    file gets with the remote's change and the edit on top (the person's side wins), for the
+    files where that merge has no contradiction and keeps every line the edit added. Files
+    outside the store, added or removed by either side, or not plain text are left out."""
+    if not paths or old is None:
+        return {}
+    work_tree, _git_dir, prefix = git.locations()
+    before, after = gittree.read_tree(git, old), gittree.read_tree(git, new)
+    candidates = [
+        path
+        for path in paths
+        if path in before
+        and path in after
+        and _store_relative(path, prefix) is not None
+        and (work_tree / path).is_file()
+        and not (work_tree / path).is_symlink()
+    ]
+    blobs = gittree.read_blobs(
+        git, [entry.blob for p in candidates for entry in (before[p], after[p])]
+    )
+    carried: dict[str, bytes] = {}
+    for path in candidates:
+        edited = (work_tree / path).read_bytes()
+        base, remote = blobs[before[path].blob], blobs[after[path].blob]
+        result = merge_file(_store_relative(path, prefix), base, remote, edited)
+        if result.data is None or result.contradictions:
+            continue
+        added = set(edited.splitlines()) - set(base.splitlines())
+        if added <= set(result.data.splitlines()):
+            carried[path] = result.data
+    return carried

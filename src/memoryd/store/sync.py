@@ -13,7 +13,11 @@ Policy, on top of `memoryd.store.gittree` (trees, commits, safe branch moves) an
     contradicts this host's, the person's is kept and `git.merge_kept_remote` is logged (this
     host's version stays in history, as the merge's second parent).
   The work tree follows the branch file by file; uncommitted changes elsewhere in the repository
-  never block a pull. Only an uncommitted change to a file the remote also changed postpones it
+  never block a pull. With `carry_edits` (the heartbeat, once memoryd's own half-done writes are
+  finished or undone), an uncommitted change to a store file the remote also changed (a hand edit
+  withheld for a secret) is carried over: the file gets the remote's change with the person's
+  edit on top, still uncommitted (`git.local_edit_carried`), when the two merge without a
+  contradiction and every line the person wrote is kept; otherwise the pull waits
   (`git.pull_skipped`): memoryd never overwrites, stashes or discards anyone's work.
 - **push** = push HEAD to the same branch, never forced. Refused (the remote moved meanwhile):
   pull and push again, a few times.
@@ -39,7 +43,7 @@ from memoryd.errors import GitError, GitStateError, StoreError
 from memoryd.logs import get_logger
 from memoryd.store import gittree
 from memoryd.store.git import GitStore
-from memoryd.store.merge_tree import merge_commit, regenerate_index
+from memoryd.store.merge_tree import carry_local_edits, merge_commit, regenerate_index
 
 log = get_logger(__name__)
 
@@ -134,10 +138,13 @@ def _only_memoryds(git: GitStore, onto: str, *heads: str) -> bool:
 # -- pull ----------------------------------------------------------------------------------
 
 
-def pull(git: GitStore, remote: str) -> PullResult:
-    """Fetch and bring in the remote's copy of the branch; see the module docstring."""
+def pull(git: GitStore, remote: str, *, carry_edits: bool = False) -> PullResult:
+    """Fetch and bring in the remote's copy of the branch; see the module docstring.
+    `carry_edits`: uncommitted edits to files the remote changed are carried over rather than
+    postponing the pull. Only for a caller that has finished or undone memoryd's own half-done
+    writes first (`memoryd.jobs.recovery`): a half-done write must stay recognisable as one."""
     try:
-        result = _pull(git, remote)
+        result = _pull(git, remote, carry_edits=carry_edits)
     except GitError as error:  # e.g. the store is not a repository yet
         result = _settled(git, PullResult("failed", str(error)))
     if result.outcome == "failed":
@@ -151,7 +158,7 @@ def pull(git: GitStore, remote: str) -> PullResult:
     return result
 
 
-def _pull(git: GitStore, remote: str) -> PullResult:
+def _pull(git: GitStore, remote: str, *, carry_edits: bool) -> PullResult:
     branch = git.branch()
     if branch is None:
         return PullResult("skipped", "HEAD is detached")
@@ -166,11 +173,17 @@ def _pull(git: GitStore, remote: str) -> PullResult:
         return target
     new, outcome = target
     blocking = gittree.blocking_paths(git, head, new)
-    if blocking:
-        shown = ", ".join(blocking[:5]) + (" ..." if len(blocking) > 5 else "")
+    carried = carry_local_edits(git, head, new, blocking) if carry_edits else {}
+    if len(carried) < len(blocking):
+        stuck = [path for path in blocking if path not in carried]
+        shown = ", ".join(stuck[:5]) + (" ..." if len(stuck) > 5 else "")
         return PullResult(
             "skipped", f"uncommitted changes to files the remote changed ({shown}); pulling later"
         )
+    for path, data in carried.items():
+        # Before the move: the file keeps the person's edit, now on top of the remote's change.
+        gittree.write_work_file(git, path, data)
+        log.info("git.local_edit_carried", path=path)
     kept = gittree.move_branch(git, branch, head, new)
     if outcome == "merged":
         try:

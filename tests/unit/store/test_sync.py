@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
@@ -222,3 +223,48 @@ def test_a_pull_stopped_half_way_by_a_live_index_lock_stops_the_job_until_finish
     assert (b.store_root / "theirs.md").read_text() == "from a\n"
     assert b.status().untracked == ("mine.md",)
     assert b.commit(["mine.md"], "now") is not None
+
+
+def test_an_uncommitted_edit_is_carried_over_only_without_contradiction(
+    machines: tuple[Path, GitStore, GitStore],
+) -> None:
+    _remote, a, b = machines
+    items = "life/areas/people/jane-doe/items.json"
+
+    def fact(text: str, count: int = 0) -> str:
+        return json.dumps(
+            [
+                {
+                    "id": "jane-doe-001",
+                    "fact": text,
+                    "category": "context",
+                    "timestamp": "2026-01-01",
+                    "status": "active",
+                    "supersededBy": None,
+                    "relatedEntities": [],
+                    "lastAccessed": "2026-01-01",
+                    "accessCount": count,
+                    "recordedAt": "2026-01-01",
+                    "source": {"agent": "a", "session": "s", "file": "f", "lines": [1, 2]},
+                }
+            ],
+            indent=2,
+        )
+
+    for store in (a, b):
+        (store.store_root / items).parent.mkdir(parents=True, exist_ok=True)
+    commit_file(a, items, fact("Works at Acme"))
+    sync.push(a, "origin")
+    sync.pull(b, "origin")
+    commit_file(a, items, fact("Works at Acme", count=1))  # memoryd's access bump
+    sync.push(a, "origin")
+    (b.store_root / items).write_text(fact("Works at Acme Corp"), encoding="utf-8")
+    assert sync.pull(b, "origin", carry_edits=True).outcome == "fast-forward"
+    carried = json.loads((b.store_root / items).read_text())[0]
+    assert (carried["fact"], carried["accessCount"]) == ("Works at Acme Corp", 1)
+    assert b.status().modified == (items,)
+
+    commit_file(a, items, fact("Works at Initech", count=1))  # a contradiction of the edit
+    sync.push(a, "origin")
+    assert sync.pull(b, "origin", carry_edits=True).outcome == "skipped"
+    assert json.loads((b.store_root / items).read_text())[0]["fact"] == "Works at Acme Corp"
