@@ -148,6 +148,9 @@ class GitSettings(_Frozen):
     push: bool = False
     remote: str = Field(default="origin", min_length=1)
     timeout_seconds: float = Field(default=60, gt=0)
+    # A push that has failed this many jobs in a row is an error (logged at every job, in
+    # `status`, the one-shot exit code and the daemon's STATUS line).
+    push_failure_limit: int = Field(default=3, ge=1)
 
 
 class EntitySettings(_Frozen):

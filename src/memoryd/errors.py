@@ -110,3 +110,16 @@ class ConcurrentEditError(StoreError):
 
 class GitError(StoreError):
     """A git operation on the store failed."""
+
+
+class GitBusyError(GitError):
+    """Another live git process holds the repository's `index.lock`: try again later (75)."""
+
+    exit_code = EXIT_TEMPFAIL
+
+
+class GitStateError(GitError):
+    """The repository is in a state only a person can resolve (a detached HEAD, a person's rebase
+    or merge in progress): memoryd refuses to write there, as for a configuration error (78)."""
+
+    exit_code = EXIT_CONFIG

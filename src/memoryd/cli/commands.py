@@ -51,6 +51,7 @@ def cmd_check(
     report = check_environment(config.settings, environ)
     report.problems.extend(_store_problems(config, environ))
     report.warnings.extend(_budget_warnings(config))
+    report.warnings.extend(_host_warnings(config, environ))
     _check_state(config, environ, report)
     report.problems.extend(_prompt_problems())
     if args.online:
@@ -132,8 +133,9 @@ def _prompt_problems() -> list[str]:
 
 
 def _store_problems(config: LoadedConfig, environ: Mapping[str, str]) -> list[str]:
-    """Problems with an existing store: a format newer than this memoryd reads, or a folder the
-    enclosing repository ignores (memoryd would refuse to commit it). A folder that is not a
+    """Problems with an existing store: a format newer than this memoryd reads, a folder the
+    enclosing repository ignores (memoryd would refuse to commit it), or a repository memoryd
+    must not write to (a detached HEAD, a rebase or merge in progress). A folder that is not a
     store yet is no problem here: `memoryd init` makes it one."""
     from memoryd.jobs.parts import git_store  # noqa: PLC0415
     from memoryd.store.layout import check_store, read_format  # noqa: PLC0415
@@ -143,10 +145,30 @@ def _store_problems(config: LoadedConfig, environ: Mapping[str, str]) -> list[st
         return []
     try:
         check_store(store)
-        git_store(config.settings, Environment.live(environ).clock).check_not_ignored()
+        git = git_store(config.settings, Environment.live(environ).clock)
+        git.check_not_ignored()
+        if git.head() is not None:
+            git.check_writable()  # a detached HEAD, a person's rebase or merge in progress
     except StoreError as error:
         return [f"At 'store.path': {error}"]
     return []
+
+
+def _host_warnings(config: LoadedConfig, environ: Mapping[str, str]) -> list[str]:
+    """In a shared store (`git.push`), another host whose name gives this host's range of fact
+    ids: ids stay unique (a merge renumbers a clash) but a distinct `state.host` avoids it."""
+    from memoryd.jobs.environment import host_name  # noqa: PLC0415
+    from memoryd.jobs.sync_health import host_code_clashes  # noqa: PLC0415
+
+    settings = config.settings
+    if not settings.git.push:
+        return []
+    host = host_name(settings, Environment.live(environ))
+    return [
+        f"At 'state.host': host {other!r} numbers its fact ids in the same range as {host!r}; "
+        "give this host another name"
+        for other in host_code_clashes(settings.store.path, host)
+    ]
 
 
 def _budget_warnings(config: LoadedConfig) -> list[str]:

@@ -58,8 +58,9 @@ def status_line(report: HeartbeatReport, at: datetime) -> str:
         )
     c = report.counters
     commit = report.commit[:12] if report.commit else "none"
+    sync = f"SYNC FAILING ({report.sync_problem}); " if report.sync_problem else ""
     return (
-        f"last heartbeat {when} {report.outcome}: "
+        f"{sync}last heartbeat {when} {report.outcome}: "
         f"+{c.facts_added} facts, {c.entities_created} entities, {report.chunks_extracted} "
         f"chunks sent, {report.chunks_failed} failed, ${report.cost_usd:.4f}, commit {commit}"
     )

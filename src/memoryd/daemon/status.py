@@ -5,7 +5,10 @@ finished, the next runs (computed from the schedule and the last run: `status` d
 the daemon), each source's lag in bytes not read yet, quarantined chunks, pending entities, spend
 today (UTC day) against `budget.daily_usd`, the last rewrite, and `llm_unusable`: the LLM's
 run-level problem (a refused key, a retired model, no credit, ...) with what to fix, from the run
-that met it until a call succeeds again.
+that met it until a call succeeds again. With `git.push`, `sync`: unpushed and behind commits,
+the last successful pull and push, and a push failing job after job; and
+`repository_problem`: a detached HEAD or a person's rebase or merge in progress, which stop every
+job (`memoryd.jobs.sync_health`).
 
 Status is read-only and never waits: it never takes the single-writer lock (it only reads the pid
 its holder wrote), it opens the state database with a tiny busy timeout (WAL readers are not
@@ -25,6 +28,7 @@ from memoryd.daemon.schedule import REWRITE_STALE_AFTER, rewrite_trigger
 from memoryd.jobs.environment import Environment
 from memoryd.jobs.lock import LOCK_NAME, read_holder
 from memoryd.jobs.sources import build_sources
+from memoryd.jobs.sync_health import repository_problem, sync_lines, sync_report
 from memoryd.llm.base import MODEL_KINDS
 from memoryd.settings import Settings, state_directory
 from memoryd.sources.cursor import FileCursor
@@ -51,6 +55,8 @@ def collect_status(settings: Settings, env: Environment) -> dict[str, Any]:
     if not database.exists():
         report.update(_empty_state(settings, now))
         report["sources"] = _sources(settings, {})
+        report["sync"] = sync_report(settings)
+        report["repository_problem"] = repository_problem(settings.store.path)
         return report
     with State.open(database, busy_timeout_ms=STATUS_BUSY_TIMEOUT_MS) as state:
         cursors = {
@@ -104,6 +110,8 @@ def collect_status(settings: Settings, env: Environment) -> dict[str, Any]:
             "last_run": None if rewrite_run is None else _run(rewrite_run),
         }
     report["sources"] = _sources(settings, cursors)
+    report["sync"] = sync_report(settings)
+    report["repository_problem"] = repository_problem(settings.store.path)
     return report
 
 
@@ -255,6 +263,9 @@ def render_status(report: dict[str, Any]) -> str:
             + (f", stopped early: {counters['stop_reason']}" if counters.get("stop_reason") else "")
         )
     lines.extend(_unusable_lines(report["llm_unusable"]))
+    lines.extend(sync_lines(report.get("sync")))
+    if report.get("repository_problem"):
+        lines.append(f"REPOSITORY: {report['repository_problem']}")
     for run in report["unfinished_runs"]:
         lines.append(f"unfinished: {run['job']} {run['run_id']} since {run['started_at']}")
     nxt = report["next_runs"]

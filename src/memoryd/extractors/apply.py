@@ -103,10 +103,18 @@ class StoreSession:
 
     @classmethod
     def open(
-        cls, tx: FileTransaction, *, skills_dir: str, tacit_file: str, today: date
+        cls,
+        tx: FileTransaction,
+        *,
+        skills_dir: str,
+        tacit_file: str,
+        today: date,
+        host_code: int | None = None,
     ) -> StoreSession:
+        """`host_code`: this host's fact-id code in a store shared by several hosts."""
         catalog = EntityCatalog.load(tx)
-        return cls(tx, catalog, FactBook(tx, catalog), skills_dir, tacit_file, today)
+        facts = FactBook(tx, catalog, host_code=host_code)
+        return cls(tx, catalog, facts, skills_dir, tacit_file, today)
 
 
 def apply_answer(

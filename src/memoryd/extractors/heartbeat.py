@@ -104,6 +104,7 @@ class HeartbeatOptions:
     heartbeat_usd: float
     model: str
     host: str = "localhost"  # the name of this host's record in the store
+    host_code: int | None = None  # fact ids in this host's range (a store shared by hosts)
     quarantine_after: int = 3
 
 
@@ -231,6 +232,7 @@ class Heartbeat:
             skills_dir=self.settings.skills_dir,
             tacit_file=self.settings.tacit_file,
             today=self.clock().astimezone(self.settings.zone).date(),
+            host_code=self.settings.host_code,
         )
         pending = PendingOverlay(self.state.pending)
         counters = ApplyCounters()

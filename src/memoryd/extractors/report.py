@@ -42,6 +42,9 @@ class HeartbeatReport:
     # source key -> why it could not be read: the operator must fix it (exit 78 when all else
     # went well); its files keep their read positions
     sources_unreadable: dict[str, str] = field(default_factory=dict)
+    # Set by the job when pushing to the shared remote has failed `git.push_failure_limit`
+    # jobs in a row: an otherwise successful heartbeat then exits 1.
+    sync_problem: str | None = None
 
     @property
     def stopped_early(self) -> bool:
@@ -56,7 +59,9 @@ class HeartbeatReport:
             return EXIT_TEMPFAIL
         if self.outcome == "failed":
             return EXIT_FAILED
-        return EXIT_CONFIG if self.sources_unreadable else EXIT_OK
+        if self.sources_unreadable:
+            return EXIT_CONFIG
+        return EXIT_FAILED if self.sync_problem is not None else EXIT_OK
 
     def log_fields(self) -> dict[str, Any]:
         c = self.counters

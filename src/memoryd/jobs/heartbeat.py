@@ -1,10 +1,11 @@
 """The heartbeat job: one heartbeat over freshly opened real parts, and its dry run.
 
 The caller (the `heartbeat` command, the daemon) holds the single-writer lock. In order:
-pull (with `git.push`), open the state database and the extractor, check the store, bring the
-state database in step with the store and finish whatever a killed job left half-done
-(`memoryd.jobs.reconcile`), run the heartbeat, close everything, then push and run
-`index.commands` (`memoryd.jobs.hooks`: neither can fail the heartbeat).
+settle the repository (`memoryd.jobs.hooks`), open the state database and the extractor, check
+the store, bring the state database in step with the store and finish whatever a killed job left
+half-done (`memoryd.jobs.reconcile`), pull (with `git.push`), run the heartbeat, close
+everything, then push and run `index.commands` (`memoryd.jobs.hooks`: neither can fail the
+heartbeat).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from memoryd.jobs.reconcile import reconcile_state
 from memoryd.jobs.sources import build_sources
 from memoryd.settings import Settings
 from memoryd.state.facade import State
+from memoryd.store.items import host_id_code
 
 
 def heartbeat_options(settings: Settings, host: str) -> HeartbeatOptions:
@@ -43,6 +45,8 @@ def heartbeat_options(settings: Settings, host: str) -> HeartbeatOptions:
         heartbeat_usd=settings.budget.heartbeat_usd,
         model=settings.llm.model,
         host=host,
+        # A store shared by several hosts numbers each host's facts in its own range.
+        host_code=host_id_code(host) if settings.git.push else None,
     )
 
 
@@ -89,7 +93,7 @@ def run_heartbeat(
     `progress` is called with the report so far after each chunk sent to the model.
     """
     git = git_store(settings, env.clock)
-    hooks.before_writing(settings, git)
+    hooks.before_writing(settings, git, pull=False)
     with (
         open_state(settings, env, discard_corrupt=True) as state,
         extractor_for(settings, env) as extractor,
@@ -101,8 +105,14 @@ def run_heartbeat(
             settings, env, state, watched, should_stop=should_stop, run_id=run_id
         )
         reconcile_state(state, heartbeat.git, heartbeat.settings.host, env.clock())
+        # Pulled once the killed jobs' half-done writes are finished or undone (see hooks); the
+        # store is checked again in case the remote brought a newer format.
+        hooks.pull_after_recovery(settings, git)
+        prepare_store(git, dry_run=True)
         report = heartbeat.run()
-    hooks.after_commit(settings, git, committed=bool(report.commit or report.foreign_commit))
+    report.sync_problem = hooks.after_commit(
+        settings, git, committed=bool(report.commit or report.foreign_commit)
+    )
     return report
 
 

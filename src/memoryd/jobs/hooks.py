@@ -1,7 +1,12 @@
 """What runs around a writing job: pull before it, push and `index.commands` after a commit.
 
-Nothing here can fail the job. A remote that refuses or cannot be reached is logged by
-`memoryd.store.sync` and tried again by the next job; an index command that fails or overruns
+Before writing, whatever a killed memoryd left in the repository is settled and a repository
+memoryd must not write to (a detached HEAD, a person's rebase or merge in progress) is refused:
+`memoryd.store.sync.recover`, GitStateError (exit 78). Nothing else here can fail the job. A
+remote that refuses or cannot be reached is logged by `memoryd.store.sync` and tried again by the
+next job; a push that has failed `git.push_failure_limit` jobs in a row is logged as
+`git.push_failing` (an error) at every job and returned as the job's sync problem (`status`, the
+exit code and the daemon's STATUS line say so); an index command that fails or overruns
 `index.timeout_seconds` is logged (`index.failed`) and killed, and the next command still runs.
 Index commands run in the store folder with no shell and no stdin; they see memoryd's own
 environment, so an operator's tool finds what it found when run by hand.
@@ -25,19 +30,46 @@ log = get_logger(__name__)
 _OUTPUT_CHARS = 500
 
 
-def before_writing(settings: Settings, git: GitStore) -> None:
-    """With `git.push`, bring in memory pushed from elsewhere before this job writes."""
-    if settings.git.push:
+def before_writing(settings: Settings, git: GitStore, *, pull: bool = True) -> None:
+    """Settle and check the repository (see the module docstring); with `git.push` (and `pull`),
+    bring in memory pushed from elsewhere before this job writes."""
+    sync.recover(git)
+    if pull and settings.git.push:
         sync.pull(git, settings.git.remote)
 
 
-def after_commit(settings: Settings, git: GitStore, committed: bool) -> None:
-    """Push (with `git.push`, also when an earlier push failed) and run the index commands
-    when the job committed something."""
+def pull_after_recovery(settings: Settings, git: GitStore) -> None:
+    """With `git.push`, bring in memory pushed from elsewhere once memoryd's own half-done writes
+    are finished or undone: uncommitted edits others left in files the remote changed are then
+    carried over instead of postponing the pull (`memoryd.store.sync.pull`)."""
     if settings.git.push:
-        sync.push(git, settings.git.remote)
+        sync.pull(git, settings.git.remote, carry_edits=True)
+
+
+def after_commit(settings: Settings, git: GitStore, committed: bool) -> str | None:
+    """Push (with `git.push`, also when an earlier push failed) and run the index commands
+    when the job committed something. Return the sync problem to report, if any."""
+    problem = None
+    if settings.git.push:
+        result = sync.push_with_retries(git, settings.git.remote)
+        health = sync.record_push(git, result)
+        limit = settings.git.push_failure_limit
+        if health.push_failures >= limit:
+            problem = (
+                f"push to {settings.git.remote} failed {health.push_failures} jobs in a row: "
+                f"{health.last_push_error or result.outcome}"
+            )
+            log.error(
+                "git.push_failing",
+                remote=settings.git.remote,
+                failures=health.push_failures,
+                limit=limit,
+                last_push=health.last_push,
+                error=health.last_push_error,
+            )
     if committed and settings.index.commands:
         run_index_commands(settings.index.commands, git.store_root, settings.index.timeout_seconds)
+    return problem
 
 
 def run_index_commands(commands: Sequence[str], cwd: Path, timeout_seconds: float) -> int:

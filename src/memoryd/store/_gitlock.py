@@ -6,8 +6,8 @@ read-only `cat-file` helper runs inside the repository (`/proc/*/cwd`). Processe
 are invisible to that scan; memoryd runs git under its own single-writer lock, so those are not
 expected. Without `/proc` a lock always counts as held. An unheld lock older than the threshold
 is removed (logged as `store.stale_lock_removed`); otherwise memoryd polls for a bounded time and
-then raises GitError. Time comes from the injected clock; waiting counts polls, not seconds, so
-a fake clock and sleep make the whole policy testable without waiting.
+then raises GitBusyError (transient: the command exits 75). Time comes from the injected clock;
+waiting counts polls, not seconds, so a fake clock and sleep make the policy testable at once.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import structlog
 
-from memoryd.errors import GitError
+from memoryd.errors import GitBusyError
 
 log = structlog.get_logger(__name__)
 
@@ -38,7 +38,7 @@ class LockPolicy:
 
 
 def clear_index_lock(lock: Path, repository_dirs: tuple[Path, ...], policy: LockPolicy) -> None:
-    """Return once `lock` is gone (removing it if stale); raise GitError if it stays."""
+    """Return once `lock` is gone (removing it if stale); raise GitBusyError if it stays."""
     polls = max(1, int(policy.timeout_seconds / policy.poll_seconds))
     for attempt in range(polls + 1):
         try:
@@ -54,7 +54,7 @@ def clear_index_lock(lock: Path, repository_dirs: tuple[Path, ...], policy: Lock
             return
         if attempt < polls:
             policy.sleep(policy.poll_seconds)
-    raise GitError(
+    raise GitBusyError(
         f"{lock} is still present after {policy.timeout_seconds:g} s: another git process is "
         "working in this repository, or it crashed recently; remove the file if no git process "
         "is running"

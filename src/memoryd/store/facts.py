@@ -10,7 +10,10 @@ Invariants kept here:
   superseded (an old conversation filed late: a backfill, a chunk `memoryd retry` put back) does
   not replace it; it is filed already superseded by it, so the newer truth stays the active one;
 - ids are `<slug>-NNN` (at least 3 digits); the next one is the highest so far plus one, so an id
-  is never reused, and since slugs are unique store-wide, so are ids;
+  is never reused, and since slugs are unique store-wide, so are ids. In a store shared by several
+  hosts (`host_code` given) ids are `<slug>-<HHHH><NNN>`, numbered in this host's own range, so
+  that hosts filing facts about one entity at the same time never give one id twice
+  (`memoryd.store.items.next_fact_id`);
 - the same statement (compared with `normalize_statement`) is stored once per entity: adding it
   again returns the existing fact. If that twin was superseded and the new statement supersedes
   an active fact, the twin becomes active again (the old truth is true again) and replaces it;
@@ -30,7 +33,14 @@ from datetime import date
 from memoryd.errors import StoreError
 from memoryd.store.catalog import EntityCatalog
 from memoryd.store.entities import Entity
-from memoryd.store.items import Fact, FactSource, parse_items, render_items, split_fact_id
+from memoryd.store.items import (
+    Fact,
+    FactSource,
+    next_fact_id,
+    parse_items,
+    render_items,
+    split_fact_id,
+)
 from memoryd.store.text import normalize_statement, one_line, words
 from memoryd.store.transaction import FileTransaction
 from memoryd.store.vocabulary import CATEGORIES
@@ -84,10 +94,14 @@ class AddOutcome:
 class FactFile:
     """The facts of one entity, read once, changed in memory, written back by `save`."""
 
-    def __init__(self, tx: FileTransaction, entity: Entity) -> None:
+    def __init__(
+        self, tx: FileTransaction, entity: Entity, *, host_code: int | None = None
+    ) -> None:
         """Read the entity's items.json (absent = no facts yet). Raise CorruptFileError if it
-        does not parse; the file is then never written by this object."""
+        does not parse; the file is then never written by this object. `host_code`: this host's
+        code in a store shared by several hosts (the id rule in the module docstring)."""
         self._tx = tx
+        self._host_code = host_code
         self.entity = entity
         self.path = entity.items_path
         text = tx.read_text(self.path)
@@ -97,10 +111,6 @@ class FactFile:
         self._by_statement: dict[str, str] = {}
         for fact in facts:
             self._by_statement.setdefault(normalize_statement(fact.fact), fact.id)
-        self._next_number = 1 + max(
-            (parts[1] for parts in map(split_fact_id, self._facts) if parts),
-            default=0,
-        )
         self._changed = False
 
     @property
@@ -220,9 +230,7 @@ class FactFile:
         self._changed = True
 
     def _allocate_id(self) -> str:
-        number = self._next_number
-        self._next_number += 1
-        return f"{self.entity.slug}-{number:0{MIN_ID_DIGITS}d}"
+        return next_fact_id(self.entity.slug, self._facts, self._host_code)
 
 
 def _number(fact_id: str) -> tuple[int, int, str]:
@@ -238,9 +246,12 @@ class FactBook:
     move made after a file was opened is honoured.
     """
 
-    def __init__(self, tx: FileTransaction, catalog: EntityCatalog) -> None:
+    def __init__(
+        self, tx: FileTransaction, catalog: EntityCatalog, *, host_code: int | None = None
+    ) -> None:
         self._tx = tx
         self._catalog = catalog
+        self._host_code = host_code
         self._files: dict[str, FactFile] = {}
 
     def file_for(self, entity: Entity) -> FactFile:
@@ -248,7 +259,7 @@ class FactBook:
         current = self._catalog.by_ref(entity.ref) or entity
         opened = self._files.get(current.ref)
         if opened is None:
-            opened = FactFile(self._tx, current)
+            opened = FactFile(self._tx, current, host_code=self._host_code)
             self._files[current.ref] = opened
         # The entity may have moved (archived or back) since the file was opened.
         opened.entity, opened.path = current, current.items_path

@@ -41,7 +41,7 @@ from git import Repo
 from git.cmd import Git
 from git.exc import GitCommandError, InvalidGitRepositoryError, NoSuchPathError
 
-from memoryd.errors import GitError, IgnoredStoreError
+from memoryd.errors import GitBusyError, GitError, GitStateError, IgnoredStoreError
 from memoryd.store._gitlock import LockPolicy, clear_index_lock
 from memoryd.store._gitsupport import (
     GitIdentity,
@@ -66,12 +66,34 @@ __all__ = [
 ]
 
 DEFAULT_BRANCH = "main"
-# Settings forced on every git command through GIT_CONFIG_COUNT/KEY/VALUE (git >= 2.31); these
-# take precedence over every config file.
-_FORCED_CONFIG = (
+# Present in the git directory while memoryd moves its branch and work tree to another commit
+# (`memoryd.store.gittree`); no commit is made until the move is finished.
+SYNC_MARKER = "memoryd-sync.json"
+# Settings forced on every git command memoryd runs, through GIT_CONFIG_COUNT/KEY/VALUE (git >=
+# 2.31): these take precedence over every config file (system, global, the repository's own), so
+# no setting there changes what memoryd relies on. Documented in docs/operators-guide.md §9.
+FORCED_CONFIG: tuple[tuple[str, str], ...] = (
+    # No hook runs for memoryd's commands (a daemon has no one to answer them), no signing.
     ("core.hooksPath", os.devnull),
     ("commit.gpgSign", "false"),
     ("core.quotePath", "false"),
+    # The bytes memoryd writes are the bytes committed: no line-ending conversion, and no refusal
+    # of a commit because a conversion would not round-trip (`core.safecrlf`).
+    ("core.autocrlf", "false"),
+    ("core.safecrlf", "false"),
+    ("core.eol", "lf"),
+    # No command from the configuration is ever executed by memoryd's git: no file-system
+    # monitor, no pager, no editor.
+    ("core.fsmonitor", "false"),
+    ("core.pager", "cat"),
+    ("core.editor", "true"),
+    ("sequence.editor", "true"),
+    # Nothing is stashed behind memoryd's back, and submodules are left alone.
+    ("rebase.autoStash", "false"),
+    ("merge.autoStash", "false"),
+    ("submodule.recurse", "false"),
+    ("fetch.recurseSubmodules", "false"),
+    ("advice.detachedHead", "false"),
 )
 
 
@@ -119,6 +141,10 @@ class GitStore:
             poll_seconds=lock_poll_seconds,
             proc_root=proc_root,
         )
+
+    def now(self) -> datetime | None:
+        """The injected clock's time, or None for a store built without a clock."""
+        return self._clock() if self._clock is not None else None
 
     def _now(self) -> datetime:
         # Lock age needs a time; a store built without a clock treats every lock as young.
@@ -250,6 +276,7 @@ class GitStore:
             return None
         with self._open() as session:
             session.check_not_ignored()
+            session.check_writable()
             session.clear_index_lock()
             pathspecs = [session.to_repo_relative(p) for p in relative]
             known = session.tracked(pathspecs)
@@ -338,17 +365,6 @@ class GitStore:
                 return None
         return name or None
 
-    def tracked_changes(self) -> bool:
-        """Whether a tracked file anywhere in the repository differs from HEAD (or a rebase
-        is half done): a rebase needs a clean tree, and memoryd never stashes others' work."""
-        with self._open() as session:
-            if session.rebase_in_progress():
-                return True
-            output = session.run(
-                "status", "--porcelain=v1", "-z", "--untracked-files=no", optional_locks=False
-            )
-        return bool(output.strip("\0"))
-
     def fetch(self, remote: str, branch: str) -> str | None:
         """Fetch `branch` from `remote` into `refs/remotes/<remote>/<branch>`; return the fetched
         commit, or None when the remote has no such branch yet. Raise GitError on failure."""
@@ -373,24 +389,58 @@ class GitStore:
                 return False
         return True
 
-    def rebase_onto(self, upstream: str) -> bool:
-        """Replay the local commits on top of `upstream`. Return False on a conflict, after
-        aborting the rebase, which puts the branch back exactly as it was."""
+    def check_writable(self) -> None:
+        """Raise GitStateError when memoryd must not commit here: a detached HEAD (its commits
+        would be lost by the next `git checkout`), or a rebase, merge, cherry-pick or revert in
+        progress (a person's: memoryd's own are settled by `memoryd.store.sync.recover`)."""
         with self._open() as session:
-            if session.rebase_in_progress():
-                session.run("rebase", "--abort")  # left by a killed predecessor
-            if session.head() is None:
-                # Nothing local to replay: an unborn branch simply starts at the upstream.
-                session.run("merge", "--quiet", "--ff-only", upstream)
-                return True
-            try:
-                session.run("rebase", "--quiet", "--no-autostash", upstream)
-            except GitError:
-                if session.rebase_in_progress():
-                    session.run("rebase", "--abort")
-                    return False
-                raise
-        return True
+            session.check_writable()
+
+    def operation_in_progress(self) -> str | None:
+        """The name of the rebase, merge, cherry-pick or revert in progress, or None."""
+        with self._open() as session:
+            return session.operation_in_progress()
+
+    def locations(self) -> tuple[Path, Path, str]:
+        """The work tree, the git directory, and the store folder's path in the work tree
+        ("" when the store is the work tree's root)."""
+        with self._open() as session:
+            return session.work_tree, session.git_dir, session.prefix
+
+    def plumbing(
+        self,
+        *args: str,
+        stdin: bytes | None = None,
+        env: dict[str, str] | None = None,
+        check: bool = True,
+    ) -> tuple[int, bytes]:
+        """Run one git command in the repository with memoryd's environment (FORCED_CONFIG,
+        identity, clock) and return its exit status and raw standard output. Raise GitError on
+        a non-zero status when `check`; GitBusyError when another git holds the index lock.
+        For `memoryd.store.gittree`, which builds trees and commits without touching the index."""
+        with self._open() as session, nul_file([]) as empty:
+            handle = empty
+            if stdin is not None:
+                handle.write(stdin)
+                handle.flush()
+                handle.seek(0)
+            status, output, stderr = session.repo.git.execute(
+                ["git", *args],
+                env=env or {},
+                istream=handle,
+                with_extended_output=True,
+                with_exceptions=False,
+                kill_after_timeout=self._command_timeout,
+                strip_newline_in_stdout=False,
+                stdout_as_string=False,
+            )
+        if status != 0 and check:
+            text = stderr if isinstance(stderr, str) else bytes(stderr).decode("utf-8", "replace")
+            detail = "; ".join(text.strip().splitlines()[:3]) or f"exit {status}"
+            if "index.lock" in detail and "exists" in detail:
+                raise GitBusyError(f"git {args[0]} failed: {detail}")
+            raise GitError(f"git {args[0]} failed: {detail}")
+        return int(status), output if isinstance(output, bytes) else str(output).encode()
 
     def push(self, remote: str, branch: str) -> None:
         """Push HEAD to `branch` on `remote`, never forced. Raise GitError when the remote
@@ -430,9 +480,9 @@ class GitStore:
             "GIT_COMMITTER_NAME": self.identity.name,
             "GIT_COMMITTER_EMAIL": self.identity.email,
             "GIT_COMMITTER_DATE": stamp,
-            "GIT_CONFIG_COUNT": str(len(_FORCED_CONFIG)),
+            "GIT_CONFIG_COUNT": str(len(FORCED_CONFIG)),
         }
-        for index, (key, value) in enumerate(_FORCED_CONFIG):
+        for index, (key, value) in enumerate(FORCED_CONFIG):
             environment[f"GIT_CONFIG_KEY_{index}"] = key
             environment[f"GIT_CONFIG_VALUE_{index}"] = value
         return environment
@@ -464,7 +514,11 @@ class _Session:
                 strip_newline_in_stdout=False,
             )
         except GitCommandError as error:
-            raise GitError(f"git {args[0]} failed: {_stderr(error)}") from error
+            detail = _stderr(error)
+            if "index.lock" in detail and "exists" in detail:
+                # Another git took the lock between our check and this command: transient.
+                raise GitBusyError(f"git {args[0]} failed: {detail}") from error
+            raise GitError(f"git {args[0]} failed: {detail}") from error
         return str(output)
 
     def run_with_pathspecs(
@@ -548,11 +602,52 @@ class _Session:
     def rebase_in_progress(self) -> bool:
         return (self.git_dir / "rebase-merge").exists() or (self.git_dir / "rebase-apply").exists()
 
+    def operation_in_progress(self) -> str | None:
+        if self.rebase_in_progress():
+            return "rebase"
+        for name, operation in _OPERATION_HEADS:
+            if (self.git_dir / name).exists():
+                return operation
+        return None
+
+    def check_writable(self) -> None:
+        if (self.git_dir / SYNC_MARKER).exists():
+            raise GitBusyError(
+                f"memoryd's move of the branch to another commit is unfinished in {self.work_tree}"
+                "; the next job finishes it before writing"
+            )
+        operation = self.operation_in_progress()
+        if operation is not None:
+            raise GitStateError(
+                f"a {operation} is in progress in {self.work_tree} (not memoryd's): memoryd "
+                f"writes nothing until it is finished or aborted (git {operation} --continue "
+                f"or --abort)"
+            )
+        status, _out, _err = self.repo.git.execute(
+            ["git", "symbolic-ref", "--quiet", "HEAD"],
+            with_extended_output=True,
+            with_exceptions=False,
+            kill_after_timeout=self.owner._command_timeout,
+        )
+        if status != 0:
+            raise GitStateError(
+                f"HEAD is detached in {self.work_tree}: memoryd commits only on a branch (commits "
+                "on a detached HEAD are lost by the next checkout); check out the store's branch "
+                "(git checkout main), keeping any commit made meanwhile (git branch keep <sha>)"
+            )
+
     def clear_index_lock(self) -> None:
         """Remove a stale index.lock, wait for a live one, or raise GitError."""
         clear_index_lock(
             self.git_dir / "index.lock", (self.work_tree, self.git_dir), self.owner.lock_policy
         )
+
+
+_OPERATION_HEADS = (
+    ("MERGE_HEAD", "merge"),
+    ("CHERRY_PICK_HEAD", "cherry-pick"),
+    ("REVERT_HEAD", "revert"),
+)
 
 
 def _stderr(error: GitCommandError) -> str:

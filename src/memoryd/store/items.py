@@ -11,6 +11,7 @@ change facts live in `memoryd.store.facts`.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Iterable
@@ -64,6 +65,58 @@ class Fact:
     recorded_at: date
     source: FactSource
     extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+
+# Fact ids (DESIGN §1.3) are `<entity-slug>-<digits>`. A store used by one host numbers each
+# entity's facts 001, 002, ... (`<slug>-NNN`, the highest short number + 1). A store shared by
+# several hosts (`git.push`) must not let two hosts give one id to different facts, and has no
+# coordinator: each host numbers its facts in its own range, `<slug>-<HHHH><NNN>`, HHHH being a
+# four-digit code derived from the host's name (`host_id_code`) and NNN the host's own sequence
+# for that entity (3 digits or more). Both forms are `<slug>-<digits>`: every id ever given stays
+# valid and parses the same way; short numbers (under HOST_ID_DIGITS + 3 digits) are the first
+# form, longer ones the second.
+HOST_CODE_DIGITS: Final = 4
+SEQUENCE_DIGITS: Final = 3
+_HOST_CODE_FLOOR: Final = 10 ** (HOST_CODE_DIGITS - 1)
+
+
+def host_id_code(host: str) -> int:
+    """The four-digit code (1000-9999) of a host's fact ids, derived from its name alone."""
+    digest = hashlib.sha256(host.encode("utf-8")).digest()
+    span = 10**HOST_CODE_DIGITS - _HOST_CODE_FLOOR
+    return _HOST_CODE_FLOOR + int.from_bytes(digest[:8], "big") % span
+
+
+def next_fact_id(slug: str, taken: Iterable[str], host_code: int | None = None) -> str:
+    """The next free id of an entity whose ids `taken` are: `<slug>-NNN` after the highest short
+    number, or with `host_code`, `<slug>-<code><NNN>` after that host's highest sequence."""
+    taken = set(taken)
+    numbers = [
+        match["number"]
+        for match in map(_ID.match, taken)
+        if match is not None and match["slug"] == slug
+    ]
+    width = HOST_CODE_DIGITS + SEQUENCE_DIGITS
+    if host_code is None:
+        short = [int(number) for number in numbers if len(number) < width]
+        candidate = max(short, default=0) + 1
+        while f"{slug}-{candidate:0{SEQUENCE_DIGITS}d}" in taken:
+            candidate += 1
+        return f"{slug}-{candidate:0{SEQUENCE_DIGITS}d}"
+    code = str(host_code)
+    own = [int(n[len(code) :]) for n in numbers if len(n) >= width and n.startswith(code)]
+    sequence = max(own, default=0) + 1
+    while f"{slug}-{code}{sequence:0{SEQUENCE_DIGITS}d}" in taken:
+        sequence += 1
+    return f"{slug}-{code}{sequence:0{SEQUENCE_DIGITS}d}"
+
+
+def host_code_of(fact_id: str) -> int | None:
+    """The host code of an id given by a host of a shared store, or None for a short id."""
+    match = _ID.match(fact_id)
+    if match is None or len(match["number"]) < HOST_CODE_DIGITS + SEQUENCE_DIGITS:
+        return None
+    return int(match["number"][:HOST_CODE_DIGITS])
 
 
 def split_fact_id(fact_id: str) -> tuple[str, int] | None:

@@ -128,3 +128,9 @@ def _add_lines(tx: FileTransaction, day: date, title: str, new_lines: list[str])
     if added:
         tx.write_text(path, join_sections(preamble, sections))
     return added
+
+
+def add_note_lines(tx: FileTransaction, day: date, title: str, lines: Iterable[str]) -> int:
+    """Add bullet lines, as they are written, to the `title` section of the note of `day` (the
+    sync's merge re-applies another clone's lines this way); return how many were new."""
+    return _add_lines(tx, day, title, list(lines))
