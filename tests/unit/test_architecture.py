@@ -12,7 +12,16 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "src" / "memoryd"
 
-BASE = {"memoryd", "errors", "logs", "redaction", "_secret_rules", "settings", "_settings_model"}
+BASE = {
+    "memoryd",
+    "errors",
+    "logs",
+    "redaction",
+    "_secret_rules",
+    "_credential_rules",
+    "settings",
+    "_settings_model",
+}
 FOUNDATION = {"sources", "store", "state", "llm", "prompts"}
 JOBS = {"extractors", "rewrite"}
 
@@ -22,7 +31,8 @@ ALLOWED: dict[str, set[str]] = {
     "__main__": {"cli"},
     "errors": set(),
     "_secret_rules": set(),
-    "redaction": {"_secret_rules", "errors"},
+    "_credential_rules": {"_secret_rules"},
+    "redaction": {"_secret_rules", "_credential_rules", "errors"},
     "logs": {"memoryd", "redaction", "errors"},
     "_settings_model": {"llm", "errors"},
     "settings": {"_settings_model", "errors"},
