@@ -333,7 +333,7 @@ CONTEXT_RULES: tuple[Rule, ...] = (
     ),
     folding_rule(
         "password",
-        r"user[ ]name,password,access[ ]key[ ]id[^\r\n\\]*+(?:\r?\n|\\r?\\n)[^,\r\n\\]*+,"
+        r"user[ ]name,password,access[ ]key[ ]id[^\r\n\\]*+(?:\r?\n|(?:\\r)?\\n)[^,\r\n\\]*+,"
         r"(?P<value>[^,\r\n\\]++),",
         lambda match, original: match.span("value"),
         ("access key id",),
@@ -346,7 +346,7 @@ CONTEXT_RULES: tuple[Rule, ...] = (
         re.compile(
             r"(?<![A-Za-z0-9+/])(?:MII[A-Za-z0-9+/]{3}IBA(?:AKC|DAN)|MIG[A-Za-z0-9+/]AgEAMBMGByqGSM49"
             r"|MHcCAQEE|MIHcAgEBBEI|b3BlbnNzaC1rZXktdjE)[A-Za-z0-9+/=]*+"
-            r"(?:(?:\r?\n|\\r?\\n)[ \t]*+[A-Za-z0-9+/=]{16,}+)*+"
+            r"(?:(?:\r?\n|(?:\\r)?\\n)[ \t]*+[A-Za-z0-9+/=]{16,}+)*+"
         ),
         anchors=("iba", "agea", "mhccaqee", "mihcagebbei", "b3blbnnzac1rzxktdje"),
     ),

@@ -274,11 +274,11 @@ _PRIVATE_KEY_BLOCK = re.compile(_PEM_HEADER + r"(?:[^-]++|-(?!----))*+" + _PEM_F
 # A block cut short (a truncated paste, a cut tool output) has no footer: it is hidden up to its
 # last base64 line, lines being separated by real newlines or by the two-character `\n` of a
 # JSON string. A base64 line must end its line, so prose after a truncated block is kept.
-_LINE_BREAK = r"(?:\r?\n|\\r?\\n)"
+_LINE_BREAK = r"(?:\r?\n|(?:\\r)?\\n)"
 _PRIVATE_KEY_TRUNCATED = re.compile(
     _PEM_HEADER + r"(?:(?:[ \t]*+" + _LINE_BREAK + r")++[ \t]*+"
     r"(?:(?:Proc-Type|DEK-Info|Comment|Version):[^\r\n\\]*+"
-    r"|[A-Za-z0-9+/=]++(?=[ \t]*(?:\r?\n|\\r?\\n|[\"',]|$))))*+"
+    r"|[A-Za-z0-9+/=]++(?=[ \t]*(?:\r?\n|(?:\\r)?\\n|[\"',]|$))))*+"
 )
 
 _ANY = r"[A-Za-z0-9_-]"

@@ -6,6 +6,7 @@ and must both be 1.0 on it; `docs/operators-guide.md` quotes the figures.
 
 from __future__ import annotations
 
+import json
 import random
 import string
 from collections.abc import Callable
@@ -322,3 +323,13 @@ def test_ordinary_code_in_the_real_transcripts_is_not_redacted() -> None:
             replacements += len(find_secrets(path.read_text(encoding="utf-8", errors="replace")))
 
     assert replacements <= 1
+
+
+def test_a_key_body_inside_a_json_string_goes_whole() -> None:
+    text, body = POSITIVES["private-key-body-openssh"](_rng("json"))
+    encoded = json.dumps({"key": text})
+
+    redacted = redact(encoded)
+
+    assert all(line not in redacted for line in body.splitlines())
+    assert redacted == '{"key": "[REDACTED:private-key]"}'

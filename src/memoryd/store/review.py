@@ -20,9 +20,10 @@ import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any, Final, Literal
 
-from memoryd.errors import CorruptFileError, StoreError
+from memoryd.errors import EXIT_USAGE, CorruptFileError, StoreError
 from memoryd.store.provenance import TipSource
 from memoryd.store.text import normalize_statement
 from memoryd.store.transaction import FileTransaction
@@ -37,7 +38,15 @@ _STATUSES: Final = ("held", "accepted", "rejected")
 
 
 class UnknownReviewItemError(StoreError):
-    """No held item has the id given to `memoryd review accept|reject`."""
+    """No held item has the id given to `memoryd review accept|reject` (a usage error)."""
+
+    exit_code = EXIT_USAGE
+
+
+class AlreadyDecidedError(StoreError):
+    """The item given to `memoryd review accept|reject` was decided before (a usage error)."""
+
+    exit_code = EXIT_USAGE
 
 
 @dataclass(frozen=True)
@@ -156,12 +165,12 @@ def hold(tx: FileTransaction, item: ReviewItem) -> ReviewItem:
 
 def decide(tx: FileTransaction, item_id: str, status: Status, day: str) -> ReviewItem:
     """Record the decision on a held item; return it. Raise UnknownReviewItemError when no
-    item has that id, StoreError when it was already decided."""
+    item has that id, AlreadyDecidedError when it was already decided."""
     item = read_item(tx, item_id)
     if item is None:
         raise UnknownReviewItemError(f"no held item {item_id!r}; `memoryd review` lists them")
     if item.status != "held":
-        raise StoreError(f"{item_id} was already {item.status} on {item.decided}")
+        raise AlreadyDecidedError(f"{item_id} was already {item.status} on {item.decided}")
     decided = replace(item, status=status, decided=day)
     write_item(tx, decided)
     return decided
@@ -169,6 +178,19 @@ def decide(tx: FileTransaction, item_id: str, status: Status, day: str) -> Revie
 
 def held_count(items: Iterable[ReviewItem]) -> int:
     return sum(1 for item in items if item.status == "held")
+
+
+def count_held_files(store_root: Path) -> int:
+    """How many items of the queue under `store_root` wait for a decision, read straight from
+    the files (for `memoryd status`, which opens no transaction and no git). A file that does
+    not parse counts as held: someone has to look at it."""
+    held = 0
+    for path in sorted((store_root / REVIEW_DIR).glob("r-*.json")):
+        try:
+            held += json.loads(path.read_text(encoding="utf-8")).get("status") == "held"
+        except (OSError, ValueError, AttributeError):
+            held += 1
+    return held
 
 
 def _is_id(text: str) -> bool:
