@@ -59,7 +59,12 @@ PROVIDER_RULES: tuple[Rule, ...] = (
     _token("databricks", r"dapi[a-f0-9]{32}(?![A-Za-z0-9])", "dapi"),
     _token("linear", r"lin_(?:api|oauth)_[A-Za-z0-9]{40,}+", "lin_"),
     _token("postman", r"PMAK-[a-f0-9]{24}-[a-f0-9]{34}", "pmak-"),
-    _token("grafana", r"(?:glsa_[A-Za-z0-9]{32}_[a-f0-9]{8}|glc_[A-Za-z0-9+/]{32,}+={0,2})", "gl"),
+    _token(
+        "grafana",
+        r"(?:glsa_[A-Za-z0-9]{32}_[a-f0-9]{8}|glc_[A-Za-z0-9+/]{32,}+={0,2})",
+        "glsa_",
+        "glc_",
+    ),
     _token("newrelic", r"NRAK-[A-Z0-9]{27}", "nrak-"),
     _token("sentry", r"sntry[su]_[A-Za-z0-9+/=_-]{40,}+", "sntry"),
     _token("supabase", r"sbp_[a-f0-9]{40}", "sbp_"),
@@ -125,8 +130,18 @@ def _last_key_word(key: str) -> str:
     return words[-1].lower() if words else ""
 
 
+_KEY_CHARACTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+_KEY_REACH = 80
+
+
 def _random_value(match: re.Match[str], original: str) -> Span | None:
-    key = original[slice(*match.span("key"))]
+    # The match starts at the key's last word; the whole key is found by walking back over key
+    # characters (at most `_KEY_REACH`), which keeps the search anchored on those few words.
+    key_start = match.start()
+    floor = max(0, key_start - _KEY_REACH)
+    while key_start > floor and original[key_start - 1] in _KEY_CHARACTERS:
+        key_start -= 1
+    key = original[key_start : match.end("word")]
     start, end = match.span("value")
     value = original[start:end]
     if _last_key_word(key) not in _WEAK_KEY_WORDS or is_placeholder(value):
@@ -134,11 +149,11 @@ def _random_value(match: re.Match[str], original: str) -> Span | None:
     return (start, end) if looks_random(value) else None
 
 
-# `APP_KEY=base64:...`, `"AccountKey": "..."`, `export STRIPE_KEY=...`: a key, an optional
-# quote, `=` or `:`, an optional quote, then a value of key-like characters.
-_KEYED_VALUE = re.compile(
-    r"(?<![A-Za-z0-9_])(?P<key>[A-Za-z][A-Za-z0-9_-]{0,80}+)(?:\\?[\"'])?[ \t]*(?:=|:)[ \t]*"
-    r"(?:\\?[\"'])?(?:base64:)?(?P<value>[A-Za-z0-9+/=_.~-]{16,512}+)"
+# `APP_KEY=base64:...`, `"AccountKey": "..."`, `export STRIPE_KEY=...`: a key ending in a weak
+# word, an optional quote, `=` or `:`, an optional quote, then a value of key-like characters.
+_KEYED_VALUE = (
+    r"(?P<word>keys?|auth|salt|cookie|pat|seed|dsn|pin)(?:\\?[\"'])?[ \t]*(?:=|:)[ \t]*"
+    r"(?:\\?[\"'])?(?:base64:)?(?P<value>[a-z0-9+/=_.~-]{16,512}+)"
 )
 
 
@@ -314,7 +329,9 @@ CONTEXT_RULES: tuple[Rule, ...] = (
     # A `.netrc` entry: `machine host login user password secret`, on one line or several.
     folding_rule(
         "password",
-        r"(?<![a-z0-9_-])(?:machine(?:" + _SPACE + r")++[^\s\\]++|default)(?:" + _SPACE + r")++"
+        # Both keywords are 7 letters: the lookbehind after them checks the character before.
+        r"(?:machine|default)(?<![a-z0-9_-].{7})(?:(?<=machine)(?:" + _SPACE + r")++[^\s\\]++)?"
+        r"(?:" + _SPACE + r")++"
         r"login(?:" + _SPACE + r")++[^\s\\]++(?:" + _SPACE + r")++"
         r"password(?:" + _SPACE + r")++" + _FLAG_VALUE,
         _prose_value,
@@ -374,5 +391,5 @@ CONTEXT_RULES: tuple[Rule, ...] = (
         _prose_value,
         ("pass", "pw"),
     ),
-    Rule("secret", _KEYED_VALUE, _random_value, tuple(sorted(_WEAK_KEY_WORDS))),
+    folding_rule("secret", _KEYED_VALUE, _random_value, tuple(sorted(_WEAK_KEY_WORDS))),
 )
