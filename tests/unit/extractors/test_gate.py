@@ -20,10 +20,11 @@ from tests.unit.extractors.support import (
 
 from memoryd.extractors.apply import ApplyCounters, apply_answer
 from memoryd.extractors.chunking import Chunk
-from memoryd.extractors.gate import dangerous_reasons, support
+from memoryd.extractors.gate import support
 from memoryd.extractors.pending import PendingOverlay
 from memoryd.sources.model import Role
 from memoryd.state.facade import State
+from memoryd.store.danger import dangerous_reasons
 from memoryd.store.provenance import read_provenance
 from memoryd.store.review import decide, list_items
 from memoryd.store.unit import UnitOfWork
