@@ -219,6 +219,9 @@ def test_secrets_never_leave_and_dangerous_tips_wait_for_review(ws: Workspace) -
     provenance = json.loads(ws.read(".memoryd/provenance/agents/ops/fail2ban.md.json"))
     assert provenance["tips"][SAFE_TIP[1]][0]["trust"] == "user"
     assert collect_status(ws.settings(), ws.environment())["review_held"] == len(held)
+    assert f"{len(held)} held for review" in ws.commits()[0]
+    [finished] = [entry for entry in logs if entry["event"] == "heartbeat.finished"]
+    assert finished["tips_held"] == len(held)
 
     # The operator's review, through the command line.
     write_config(ws.root)

@@ -9,7 +9,7 @@ is filed, the gate
    the tip's content words, and whose text they were: the user's, the agent's, or untrusted
    tool output (cleaning marks every turn that is not user or assistant as untrusted);
 2. holds it for review instead of filing it when it would change security posture or run remote
-   code (`dangerous_reasons`: the classes of `DANGER_RULES`), or when it rests only on
+   code (`dangerous_reasons`: the classes of `memoryd.store.danger`), or when it rests only on
    untrusted tool output (reason `untrusted-source`).
 
 A held item goes to the review queue in the store (`memoryd.store.review`), counted by
