@@ -82,6 +82,38 @@ def _rules(extra_patterns: tuple[str, ...]) -> tuple[Rule, ...]:
     return (*custom, *PROVIDER_RULES, *BUILTIN_RULES, *CONTEXT_RULES)
 
 
+@dataclass(frozen=True)
+class _Plan:
+    """The rules and, to skip most of them cheaply, which rules each anchor brings in."""
+
+    rules: tuple[Rule, ...]
+    always: frozenset[int]  # rules without anchors
+    by_anchor: tuple[tuple[str, frozenset[int]], ...]
+
+    def candidates(self, lowered: str) -> list[int]:
+        """The rules worth running on `lowered`, in priority order: each distinct anchor is
+        searched once, not once per rule that names it (what made short texts slow)."""
+        chosen = set(self.always)
+        for anchor, rules in self.by_anchor:
+            if anchor in lowered:
+                chosen |= rules
+        return sorted(chosen)
+
+
+@lru_cache(maxsize=32)
+def _plan(extra_patterns: tuple[str, ...]) -> _Plan:
+    rules = _rules(extra_patterns)
+    by_anchor: dict[str, set[int]] = {}
+    for index, rule in enumerate(rules):
+        for anchor in rule.anchors:
+            by_anchor.setdefault(anchor, set()).add(index)
+    return _Plan(
+        rules,
+        frozenset(i for i, rule in enumerate(rules) if not rule.anchors),
+        tuple((anchor, frozenset(found)) for anchor, found in sorted(by_anchor.items())),
+    )
+
+
 def _unmarked_segments(text: str) -> Iterator[tuple[int, int]]:
     """Yield the (start, end) spans of `text` that lie between redaction markers."""
     position = 0
@@ -111,7 +143,7 @@ def find_secrets(text: str, extra_patterns: Sequence[str] = ()) -> list[SecretHi
     `extra_patterns` are regular expressions whose whole match is a secret of kind "custom".
     Raise ExtraPatternError if one does not compile.
     """
-    rules = _rules(tuple(extra_patterns))
+    plan = _plan(tuple(extra_patterns))
     found: list[tuple[int, int, int, str]] = []
     for segment_start, segment_end in _unmarked_segments(text):
         whole = segment_start == 0 and segment_end == len(text)
@@ -120,9 +152,8 @@ def find_secrets(text: str, extra_patterns: Sequence[str] = ()) -> list[SecretHi
         # Positions in the lower-cased text are positions in the text only if no character
         # changed length (a few, such as 'İ', become two); otherwise the slower pattern runs.
         aligned = len(lowered) == len(segment)
-        for priority, rule in enumerate(rules):
-            if rule.anchors and not any(anchor in lowered for anchor in rule.anchors):
-                continue
+        for priority in plan.candidates(lowered):
+            rule = plan.rules[priority]
             if rule.folded is not None and aligned:
                 matches = _matches(rule.folded, lowered)
             else:
