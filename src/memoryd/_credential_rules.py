@@ -25,8 +25,18 @@ from memoryd._secret_rules import Rule, Span, folding_rule, is_code_reference, i
 _B = r"(?<![A-Za-z0-9_-])"  # a token starts a word
 
 
+_WORD_CHARACTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+
+
+def _starts_a_word(match: re.Match[str], original: str) -> Span | None:
+    # Checked here rather than by a leading lookbehind, which would keep the regex engine from
+    # jumping straight to the token's literal prefix.
+    start = match.start()
+    return None if start > 0 and original[start - 1] in _WORD_CHARACTERS else match.span()
+
+
 def _token(kind: str, pattern: str, *anchors: str) -> Rule:
-    return Rule(kind, re.compile(_B + pattern), anchors=anchors)
+    return Rule(kind, re.compile(pattern), _starts_a_word, anchors=anchors)
 
 
 def _mixed_token(match: re.Match[str], original: str) -> Span | None:
