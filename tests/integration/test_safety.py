@@ -15,6 +15,7 @@ import json
 import os
 import random
 import shutil
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -23,11 +24,16 @@ from typing import Any
 import pytest
 from structlog.testing import capture_logs
 from tests.fakes.fake_anthropic import FakeAnthropicServer, RecordedRequest, ToolUse
-from tests.integration.harness import Workspace, turn
+from tests.integration.harness import TEST_KEY, Workspace, turn
+from tests.integration.test_rewrite import summarizer
+from tests.unit.rewrite.support import Planted, plant
 from tests.unit.test_redaction_corpus import NEAR_MISSES, POSITIVES
 
 from memoryd.daemon.status import collect_status
 from memoryd.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from memoryd.jobs.environment import open_state
+from memoryd.jobs.rewrite import build_rewrite
+from memoryd.llm.anthropic_client import AnthropicClient
 
 pytestmark = pytest.mark.slow
 
@@ -270,3 +276,36 @@ def test_secrets_never_leave_and_dangerous_tips_wait_for_review(ws: Workspace) -
     relisted = memoryd(ws.root, "review", "--json")
     statuses = {item["id"]: item["status"] for item in json.loads(relisted.stdout)}
     assert (statuses[force], statuses[chmod]) == ("accepted", "rejected")
+
+
+def test_a_secret_a_summary_echoes_is_kept_neither_in_the_store_nor_the_state(
+    ws: Workspace,
+) -> None:
+    people = ["Ann Lee", "Bob Stone"]
+    plant(
+        ws.store,
+        [Planted(name, f"{name} joined Acme", age=1) for name in people],
+        today=ws.now.date(),
+    )
+    key = "ghp_" + "Zq9Xw8Vu7Ts6" * 3
+    settings = ws.settings()
+    env = ws.environment()
+    journalled: list[str] = []
+
+    def echoing(request: RecordedRequest) -> ToolUse:
+        # Each answer is journalled before the next request: what the journal holds by then.
+        with sqlite3.connect(ws.root / "state" / "state.db") as db:
+            journalled.extend(body for (body,) in db.execute("SELECT body FROM rewrite_answers"))
+        answer = summarizer(request)
+        return ToolUse({"summary": f"{answer.input['summary']} GITHUB_TOKEN={key}"})
+
+    with (
+        FakeAnthropicServer(handler=echoing) as server,
+        open_state(settings, env) as state,
+        AnthropicClient(api_key=TEST_KEY, base_url=server.base_url, timeout_seconds=5) as client,
+    ):
+        report = build_rewrite(settings, env, state, client).run()
+
+    assert report.summaries == len(people)
+    assert journalled and all(key not in body for body in journalled)
+    assert key not in json.dumps(ws.tree())
