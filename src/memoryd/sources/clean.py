@@ -175,11 +175,11 @@ def clean_conversation(
             turns.append(cleaned)
     title = conversation.title
     if title is not None:
-        title, redactions = redact_counted(title, extra_patterns)
+        title, redactions = redact_counted(strip_unsafe(title), extra_patterns)
         stats += CleanStats(redactions=redactions)
     metadata: dict[str, str] = {}
     for key, value in conversation.metadata.items():
-        metadata[key], redactions = redact_counted(value, extra_patterns)
+        metadata[key], redactions = redact_counted(strip_unsafe(value), extra_patterns)
         stats += CleanStats(redactions=redactions)
     cleaned_conversation = replace(conversation, turns=tuple(turns), title=title, metadata=metadata)
     return cleaned_conversation, stats
