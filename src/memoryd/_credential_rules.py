@@ -22,17 +22,22 @@ from collections import Counter
 
 from memoryd._secret_rules import Rule, Span, folding_rule, is_code_reference, is_placeholder
 
-_B = r"(?<![A-Za-z0-9_-])"  # a token starts a word
+# A token starts a word: nothing of a word before it, or the `\\n`, `\\t` or `\\r` escape of a
+# JSON string (text that is itself JSON-encoded, as tool output often is).
+_ESCAPED = r"(?<=\\[nrt])"
+_B = r"(?:(?<![A-Za-z0-9_-])|" + _ESCAPED + ")"
 
 
 _WORD_CHARACTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
 
 
 def _starts_a_word(match: re.Match[str], original: str) -> Span | None:
-    # Checked here rather than by a leading lookbehind, which would keep the regex engine from
-    # jumping straight to the token's literal prefix.
+    # Checked here rather than by a leading lookbehind (`_B`), which would keep the regex engine
+    # from jumping straight to the token's literal prefix.
     start = match.start()
-    return None if start > 0 and original[start - 1] in _WORD_CHARACTERS else match.span()
+    inside = start > 0 and original[start - 1] in _WORD_CHARACTERS
+    escaped = original[max(0, start - 2) : start] in ("\\n", "\\r", "\\t")
+    return None if inside and not escaped else match.span()
 
 
 def _token(kind: str, pattern: str, *anchors: str) -> Rule:
@@ -59,7 +64,11 @@ PROVIDER_RULES: tuple[Rule, ...] = (
     _token("digitalocean", r"do[por]_v1_[a-f0-9]{64}", "_v1_"),
     Rule(
         "telegram",
-        re.compile(r"(?<![A-Za-z0-9_:-])[0-9]{8,10}:AA[A-Za-z0-9_-]{33}(?![A-Za-z0-9_-])"),
+        re.compile(
+            r"(?:(?<![A-Za-z0-9_:-])|"
+            + _ESCAPED
+            + r")[0-9]{8,10}:AA[A-Za-z0-9_-]{33}(?![A-Za-z0-9_-])"
+        ),
         anchors=(":aa",),
     ),
     _token("shopify", r"shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}", "shp"),
@@ -220,7 +229,7 @@ CONTEXT_RULES: tuple[Rule, ...] = (
     Rule(
         "password",
         re.compile(
-            r"(?<![A-Za-z0-9_-])(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlcheck|mysqlshow"
+            _B + r"(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlcheck|mysqlshow"
             r"|mysqlpump|mariadb|mariadb-dump)(?:[ \t]++[^\s|;&]++){0,20}?[ \t]++-p" + _FLAG_VALUE
         ),
         _password_value,
@@ -230,7 +239,7 @@ CONTEXT_RULES: tuple[Rule, ...] = (
     Rule(
         "password",
         re.compile(
-            r"(?<![A-Za-z0-9_-])curl(?:[ \t]++[^\s|;&]++){0,20}?[ \t]++(?:-u|--user)(?:[ \t]++|=)"
+            _B + r"curl(?:[ \t]++[^\s|;&]++){0,20}?[ \t]++(?:-u|--user)(?:[ \t]++|=)"
             r"['\"]?[^\s:'\"]{1,256}+:(?P<value>[^\s'\"]{1,256}+)"
         ),
         _password_value,
@@ -247,7 +256,9 @@ CONTEXT_RULES: tuple[Rule, ...] = (
     folding_rule(
         "password",
         # Both keywords are 7 letters: the lookbehind after them checks the character before.
-        r"(?:machine|default)(?<![a-z0-9_-].{7})(?:(?<=machine)(?:" + _SPACE + r")++[^\s\\]++)?"
+        r"(?:machine|default)(?:(?<![a-z0-9_-].{7})|(?<=\\[nrt].{7}))(?:(?<=machine)(?:"
+        + _SPACE
+        + r")++[^\s\\]++)?"
         r"(?:" + _SPACE + r")++"
         r"login(?:" + _SPACE + r")++[^\s\\]++(?:" + _SPACE + r")++"
         r"password(?:" + _SPACE + r")++" + _FLAG_VALUE,
@@ -278,7 +289,9 @@ CONTEXT_RULES: tuple[Rule, ...] = (
     Rule(
         "private-key",
         re.compile(
-            r"(?<![A-Za-z0-9+/])(?:MII[A-Za-z0-9+/]{3}IBA(?:AKC|DAN)|MIG[A-Za-z0-9+/]AgEAMBMGByqGSM49"
+            r"(?:(?<![A-Za-z0-9+/])|"
+            + _ESCAPED
+            + r")(?:MII[A-Za-z0-9+/]{3}IBA(?:AKC|DAN)|MIG[A-Za-z0-9+/]AgEAMBMGByqGSM49"
             r"|MHcCAQEE|MIHcAgEBBEI|b3BlbnNzaC1rZXktdjE)[A-Za-z0-9+/=]*+"
             r"(?:(?:\r?\n|(?:\\r)?\\n)[ \t]*+[A-Za-z0-9+/=]{16,}+)*+"
         ),
@@ -301,7 +314,7 @@ CONTEXT_RULES: tuple[Rule, ...] = (
     # Prose: "my password is hunter2", "the root password for prod was 'x'".
     folding_rule(
         "password",
-        r"(?<![a-z])(?:password|passwd|passphrase|passcode|pw)"
+        r"(?:(?<![a-z])|" + _ESCAPED + r")(?:password|passwd|passphrase|passcode|pw)"
         r"(?:[ \t]++(?:for|of|on|to)[ \t]++[^\s.,;:!?]{1,40}+(?:[ \t]++[^\s.,;:!?]{1,40}+)?)?"
         r"[ \t]++(?:is|was|are|is[ \t]now|now[ \t]is|changed[ \t]to|set[ \t]to|reset[ \t]to)"
         r"[ \t]++" + _FLAG_VALUE,

@@ -151,7 +151,9 @@ def _rest_of_line_is_empty(text: str, position: int) -> bool:
 # `"client_secret":`), so `password_hash`, `max_tokens` and `token_count` are not keys.
 # `pass` and `pwd` only as a word of the key (`DB_PASS`, `MYSQL_PWD`), never inside one
 # (`bypass`, `compass`) nor alone (`PWD=/home/x` is the working directory).
-_LOGIN_KEYWORDS = r"password|passwd|passphrase|passwort|pass_?word|(?<![a-z])pass|(?<=[_-])pwd"
+_LOGIN_KEYWORDS = (
+    r"password|passwd|passphrase|passwort|pass_?word|(?:(?<![a-z])|(?<=\\[nrt]))pass|(?<=[_-])pwd"
+)
 _CREDENTIAL_KEYWORDS = (
     r"secret|token|api[_-]?key|apikey|access[_-]?key|secret[_-]?key|private[_-]?key"
     r"|auth[_-]?key|signing[_-]?key|encryption[_-]?key|credentials?|key[_-]?base"
@@ -275,7 +277,9 @@ BUILTIN_RULES: tuple[Rule, ...] = (
     Rule(
         "openai",
         re.compile(
-            r"sk-(?<![A-Za-z0-9_-]sk-)(?!ant-)(?:(?:proj|svcacct|admin|None)-)?" + _ANY + r"{20,}+"
+            r"sk-(?:(?<![A-Za-z0-9_-]sk-)|(?<=\\[nrt]sk-))(?!ant-)(?:(?:proj|svcacct|admin|None)-)?"
+            + _ANY
+            + r"{20,}+"
         ),
         _whole_if_random,
         anchors=("sk-",),
@@ -283,7 +287,7 @@ BUILTIN_RULES: tuple[Rule, ...] = (
     Rule(
         "aws-access-key-id",
         re.compile(
-            r"(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])(?<![A-Za-z0-9].{4})[A-Z0-9]{16}(?![A-Za-z0-9])"
+            r"(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])(?:(?<![A-Za-z0-9].{4})|(?<=\\[nrt].{4}))[A-Z0-9]{16}(?![A-Za-z0-9])"
         ),
         anchors=("akia", "asia", "abia", "acca", "a3t"),
     ),
@@ -320,7 +324,9 @@ BUILTIN_RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "stripe",
-        re.compile(r"(?<![A-Za-z0-9])(?:(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{10,}+|whsec_\w{20,}+)"),
+        re.compile(
+            r"(?:(?<![A-Za-z0-9])|(?<=\\[nrt]))(?:(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{10,}+|whsec_\w{20,}+)"
+        ),
         anchors=("_live_", "_test_", "whsec_"),
     ),
     Rule("google-api-key", re.compile(r"AIza" + _ANY + r"{35,}+"), anchors=("aiza",)),
@@ -341,7 +347,13 @@ BUILTIN_RULES: tuple[Rule, ...] = (
     Rule(
         "jwt",
         re.compile(
-            r"eyJ(?<![A-Za-z0-9_-]eyJ)" + _ANY + r"{8,}+\.eyJ" + _ANY + r"{8,}+\." + _ANY + "*+"
+            r"eyJ(?:(?<![A-Za-z0-9_-]eyJ)|(?<=\\[nrt]eyJ))"
+            + _ANY
+            + r"{8,}+\.eyJ"
+            + _ANY
+            + r"{8,}+\."
+            + _ANY
+            + "*+"
         ),
         anchors=("eyj",),
     ),
@@ -367,14 +379,14 @@ BUILTIN_RULES: tuple[Rule, ...] = (
     ),
     folding_rule(
         "password",
-        r"-(?<![A-Za-z0-9-]-)-?[a-z-]{0,30}(?:password|passwd)[ \t]++"
+        r"-(?:(?<![A-Za-z0-9-]-)|(?<=\\[nrt]-))-?[a-z-]{0,30}(?:password|passwd)[ \t]++"
         r"(?P<value>[^\s\"'-][^\s\"']*+)",
         _flag_value,
         ("passw",),
     ),
     folding_rule(
         "secret",
-        r"-(?<![A-Za-z0-9-]-)-?[a-z-]{0,30}(?:token|secret|api-key)[ \t]++"
+        r"-(?:(?<![A-Za-z0-9-]-)|(?<=\\[nrt]-))-?[a-z-]{0,30}(?:token|secret|api-key)[ \t]++"
         r"(?P<value>[^\s\"'-][^\s\"']*+)",
         _flag_value,
         ("token", "secret", "api-key"),

@@ -12,6 +12,8 @@ import string
 from collections.abc import Callable
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from tests.shared_samples import SHARED_TRANSCRIPTS
 
 from memoryd.redaction import find_secrets, redact
@@ -333,3 +335,22 @@ def test_a_key_body_inside_a_json_string_goes_whole() -> None:
 
     assert all(line not in redacted for line in body.splitlines())
     assert redacted == '{"key": "[REDACTED:private-key]"}'
+
+
+@given(
+    name=st.sampled_from(sorted(POSITIVES)),
+    seed=st.integers(0, 2**32),
+    before=st.text(max_size=30),
+    after=st.text(max_size=30),
+    separator=st.sampled_from([" ", "\n", "\t", ": ", " (", "\\n"]),
+)
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_a_planted_kind_never_survives_whatever_surrounds_it(
+    name: str, seed: int, before: str, after: str, separator: str
+) -> None:
+    text, secret = POSITIVES[name](_rng(seed))
+
+    redacted = redact(before + separator + text + separator + after)
+
+    assert secret not in redacted
+    assert redact(redacted) == redacted
