@@ -19,14 +19,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 Span = tuple[int, int]
-Select = Callable[[re.Match[str]], Span | None]
+# A select function gets the match and the text the match was searched in before any
+# lower-casing (same positions): a case-insensitive rule matches on lower-cased text, and a
+# value's case tells code (`csrfToken`) from a secret.
+Select = Callable[[re.Match[str], str], Span | None]
 
 
-def _whole(match: re.Match[str]) -> Span | None:
+def _whole(match: re.Match[str], original: str) -> Span | None:
     return match.span()
 
 
-def _value(match: re.Match[str]) -> Span | None:
+def _value(match: re.Match[str], original: str) -> Span | None:
     return match.span("value")
 
 
@@ -34,13 +37,13 @@ def _has_digit_and_letter(value: str) -> bool:
     return any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
 
 
-def _whole_if_random(match: re.Match[str]) -> Span | None:
+def _whole_if_random(match: re.Match[str], original: str) -> Span | None:
     # Prefixes like `sk-` or `xoxb-` also start ordinary kebab-case words; a real key's random
     # tail always mixes digits and letters, a word almost never does.
     return match.span() if _has_digit_and_letter(match.group()) else None
 
 
-def _value_if_random(match: re.Match[str]) -> Span | None:
+def _value_if_random(match: re.Match[str], original: str) -> Span | None:
     return match.span("value") if _has_digit_and_letter(match.group("value")) else None
 
 
@@ -112,10 +115,13 @@ _PLACEHOLDER = re.compile(
     | %[A-Za-z_][A-Za-z0-9_]*%            # %API_KEY%
     | %\([A-Za-z_]+\)s                    # %(password)s
     | (?i:your|example)[-_ ].*            # your-api-key-here
+    | .{0,24}(?:\.\.\.|…|\*{3}|(?i:xxxx)).{0,24}  # elided: sk-ant-..., ghp_xxxx, abc***
     | \[REDACTED[^\]]*\]?                 # already redacted by memoryd or by someone else
     """,
     re.VERBOSE | re.DOTALL,
 )
+# The name of an environment variable (`"apiKey": "OLLAMA_API_KEY"`) stands for its value.
+_ENV_NAME = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
 # `self.token`, `config.password`: an attribute access in code, not a literal secret.
 _DOTTED_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
 
@@ -123,7 +129,12 @@ _DOTTED_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+"
 def is_placeholder(value: str) -> bool:
     """Given an assigned value, return True if it stands for a secret instead of being one."""
     stripped = value.strip()
-    return stripped.lower() in _PLACEHOLDER_WORDS or _PLACEHOLDER.fullmatch(stripped) is not None
+    return (
+        stripped.lower() in _PLACEHOLDER_WORDS
+        or _PLACEHOLDER.fullmatch(stripped) is not None
+        or not any(c.isalnum() for c in stripped)  # punctuation: `"apiKey`:"},{"`
+        or _ENV_NAME.fullmatch(stripped) is not None
+    )
 
 
 # What may follow a YAML-style value on its line: a line end (any that `str.splitlines` knows,
@@ -138,10 +149,14 @@ def _rest_of_line_is_empty(text: str, position: int) -> bool:
 
 # Keywords whose assigned value is a secret. A keyword must end the key name (`DB_PASSWORD=`,
 # `"client_secret":`), so `password_hash`, `max_tokens` and `token_count` are not keys.
-_LOGIN_KEYWORDS = r"password|passwd|passphrase|passwort|pass_?word"
+# `pass` and `pwd` only as a word of the key (`DB_PASS`, `MYSQL_PWD`), never inside one
+# (`bypass`, `compass`) nor alone (`PWD=/home/x` is the working directory).
+_LOGIN_KEYWORDS = (
+    r"password|passwd|passphrase|passwort|pass_?word|(?:(?<![a-z])|(?<=\\[nrt]))pass|(?<=[_-])pwd"
+)
 _CREDENTIAL_KEYWORDS = (
     r"secret|token|api[_-]?key|apikey|access[_-]?key|secret[_-]?key|private[_-]?key"
-    r"|auth[_-]?key|signing[_-]?key|encryption[_-]?key|credentials?"
+    r"|auth[_-]?key|signing[_-]?key|encryption[_-]?key|credentials?|key[_-]?base"
 )
 _ASSIGNMENT = r"""
     (?:{keys})(?![A-Za-z0-9_])
@@ -157,16 +172,48 @@ _ASSIGNMENT = r"""
 _QUOTED_GROUPS = ("escaped_double", "escaped_single", "double", "single")
 
 
-def _assignment_value(match: re.Match[str]) -> Span | None:
+# Words that follow `apiKey =` or `token:` in code without being a value: keywords that start
+# an expression (`const apiKey = await getKey()`) and type names (`isOAuthToken: boolean`).
+_CODE_WORDS = frozenset(
+    {
+        *("await", "async", "new", "this", "self", "function", "lambda", "yield", "typeof"),
+        *("require", "import", "not", "boolean", "bool", "any", "unknown", "object", "void"),
+        *("never", "optional", "float", "integer", "buffer", "uint8array", "record", "promise"),
+        *("array", "list", "dict"),
+    }
+)
+# A variable or function name as a value (`{ _csrf_token: csrfToken }`, `resolveApiKey:
+# getApiKey`): letters only, in camelCase, snake_case or SCREAMING_CASE with an underscore.
+_IDENTIFIER = re.compile(
+    r"[a-z]+(?:[A-Z][a-z]*)+|[A-Za-z]+(?:_[A-Za-z]+)+|_[A-Za-z_]+|(?:[a-z]+\??\.)+[A-Za-z]+"
+)
+# A JSON string's escape (`\n`, `\t`, `\"`) ends a bare value: it is the text's line end or
+# quote, seen through one level of encoding.
+_JSON_ESCAPE = re.compile(r'\\[nrt"]')
+
+
+def is_code_reference(value: str) -> bool:
+    """Given an assigned bare value, return True if it reads as code (a keyword, a type name, a
+    variable or attribute name) rather than as a literal secret."""
+    return (
+        value.lower() in _CODE_WORDS
+        or _IDENTIFIER.fullmatch(value) is not None
+        or _DOTTED_NAME.fullmatch(value.replace("?.", ".")) is not None
+    )
+
+
+def _assignment_value(match: re.Match[str], original: str) -> Span | None:
     for group in _QUOTED_GROUPS:
         if match.group(group) is not None:
-            return None if is_placeholder(match.group(group)) else match.span(group)
-    value = match.group("bare")
+            start, end = match.span(group)
+            return None if is_placeholder(original[start:end]) else (start, end)
     start, end = match.span("bare")
-    text = match.string
-    if len(value) < 3 or is_placeholder(value) or _DOTTED_NAME.fullmatch(value):
+    value, text = original[start:end], original
+    if escape := _JSON_ESCAPE.search(value):
+        value, end = value[: escape.start()], start + escape.start()
+    if len(value) < 3 or is_placeholder(value) or is_code_reference(value):
         return None
-    if end < len(text) and text[end] in "([":  # a call or an index: `token = get_token()`
+    if end < len(text) and text[end] in "([<":  # a call, an index or a generic type
         return None
     # `Password: at least 8 characters` is prose; `password: hunter2` at the end of a line is a
     # YAML value, and so is a value that is no plain word (`password: s3cr3t! then ...`). An `=`
@@ -181,11 +228,18 @@ def _assignment_rule(kind: str, keys: str, anchors: tuple[str, ...]) -> Rule:
     return folding_rule(kind, _ASSIGNMENT.format(keys=keys), _assignment_value, anchors)
 
 
-def _flag_value(match: re.Match[str]) -> Span | None:
-    return None if is_placeholder(match.group("value")) else match.span("value")
+def _flag_value(match: re.Match[str], original: str) -> Span | None:
+    # Quoting or punctuation after a flag's value in prose (`--api-key <key>`` in Markdown)
+    # is not part of the value.
+    start, end = match.span("value")
+    value = original[start:end]
+    trimmed = value.rstrip("`'\"),.;:")
+    if not trimmed or is_placeholder(trimmed):
+        return None
+    return start, end - (len(value) - len(trimmed))
 
 
-def _url_password(match: re.Match[str]) -> Span | None:
+def _url_password(match: re.Match[str], original: str) -> Span | None:
     return None if is_placeholder(match.group("value")) else match.span("value")
 
 
@@ -197,11 +251,11 @@ _PRIVATE_KEY_BLOCK = re.compile(_PEM_HEADER + r"(?:[^-]++|-(?!----))*+" + _PEM_F
 # A block cut short (a truncated paste, a cut tool output) has no footer: it is hidden up to its
 # last base64 line, lines being separated by real newlines or by the two-character `\n` of a
 # JSON string. A base64 line must end its line, so prose after a truncated block is kept.
-_LINE_BREAK = r"(?:\r?\n|\\r?\\n)"
+_LINE_BREAK = r"(?:\r?\n|(?:\\r)?\\n)"
 _PRIVATE_KEY_TRUNCATED = re.compile(
     _PEM_HEADER + r"(?:(?:[ \t]*+" + _LINE_BREAK + r")++[ \t]*+"
     r"(?:(?:Proc-Type|DEK-Info|Comment|Version):[^\r\n\\]*+"
-    r"|[A-Za-z0-9+/=]++(?=[ \t]*(?:\r?\n|\\r?\\n|[\"',]|$))))*+"
+    r"|[A-Za-z0-9+/=]++(?=[ \t]*(?:\r?\n|(?:\\r)?\\n|[\"',]|$))))*+"
 )
 
 _ANY = r"[A-Za-z0-9_-]"
@@ -223,7 +277,9 @@ BUILTIN_RULES: tuple[Rule, ...] = (
     Rule(
         "openai",
         re.compile(
-            r"sk-(?<![A-Za-z0-9_-]sk-)(?!ant-)(?:(?:proj|svcacct|admin|None)-)?" + _ANY + r"{20,}+"
+            r"sk-(?:(?<![A-Za-z0-9_-]sk-)|(?<=\\[nrt]sk-))(?!ant-)(?:(?:proj|svcacct|admin|None)-)?"
+            + _ANY
+            + r"{20,}+"
         ),
         _whole_if_random,
         anchors=("sk-",),
@@ -231,7 +287,7 @@ BUILTIN_RULES: tuple[Rule, ...] = (
     Rule(
         "aws-access-key-id",
         re.compile(
-            r"(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])(?<![A-Za-z0-9].{4})[A-Z0-9]{16}(?![A-Za-z0-9])"
+            r"(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])(?:(?<![A-Za-z0-9].{4})|(?<=\\[nrt].{4}))[A-Z0-9]{16}(?![A-Za-z0-9])"
         ),
         anchors=("akia", "asia", "abia", "acca", "a3t"),
     ),
@@ -268,7 +324,9 @@ BUILTIN_RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "stripe",
-        re.compile(r"(?<![A-Za-z0-9])(?:(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{10,}+|whsec_\w{20,}+)"),
+        re.compile(
+            r"(?:(?<![A-Za-z0-9])|(?<=\\[nrt]))(?:(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{10,}+|whsec_\w{20,}+)"
+        ),
         anchors=("_live_", "_test_", "whsec_"),
     ),
     Rule("google-api-key", re.compile(r"AIza" + _ANY + r"{35,}+"), anchors=("aiza",)),
@@ -289,7 +347,13 @@ BUILTIN_RULES: tuple[Rule, ...] = (
     Rule(
         "jwt",
         re.compile(
-            r"eyJ(?<![A-Za-z0-9_-]eyJ)" + _ANY + r"{8,}+\.eyJ" + _ANY + r"{8,}+\." + _ANY + "*+"
+            r"eyJ(?:(?<![A-Za-z0-9_-]eyJ)|(?<=\\[nrt]eyJ))"
+            + _ANY
+            + r"{8,}+\.eyJ"
+            + _ANY
+            + r"{8,}+\."
+            + _ANY
+            + "*+"
         ),
         anchors=("eyj",),
     ),
@@ -315,18 +379,18 @@ BUILTIN_RULES: tuple[Rule, ...] = (
     ),
     folding_rule(
         "password",
-        r"-(?<![A-Za-z0-9-]-)-?[a-z-]{0,30}(?:password|passwd)[ \t]++"
+        r"-(?:(?<![A-Za-z0-9-]-)|(?<=\\[nrt]-))-?[a-z-]{0,30}(?:password|passwd)[ \t]++"
         r"(?P<value>[^\s\"'-][^\s\"']*+)",
         _flag_value,
         ("passw",),
     ),
     folding_rule(
         "secret",
-        r"-(?<![A-Za-z0-9-]-)-?[a-z-]{0,30}(?:token|secret|api-key)[ \t]++"
+        r"-(?:(?<![A-Za-z0-9-]-)|(?<=\\[nrt]-))-?[a-z-]{0,30}(?:token|secret|api-key)[ \t]++"
         r"(?P<value>[^\s\"'-][^\s\"']*+)",
         _flag_value,
         ("token", "secret", "api-key"),
     ),
-    _assignment_rule("password", _LOGIN_KEYWORDS, ("pass",)),
+    _assignment_rule("password", _LOGIN_KEYWORDS, ("pass", "pwd")),
     _assignment_rule("secret", _CREDENTIAL_KEYWORDS, ("secret", "token", "key", "credential")),
 )

@@ -3,9 +3,12 @@
 A secret is replaced by the marker `[REDACTED:<kind>]` (kinds: `anthropic`, `openai`,
 `aws-access-key-id`, `aws-secret-access-key`, `github`, `gitlab`, `slack`, `slack-webhook`,
 `stripe`, `google-api-key`, `google-oauth`, `npm`, `pypi`, `sendgrid`, `jwt`, `private-key`,
-`url-password`, `bearer`, `basic-auth`, `password`, `secret`, and `custom` for the configured
-`cleaning.extra_patterns`). Where a secret sits in context only the secret goes: the password of
-`scheme://user:pass@host`, the value of `password=...`, the token after `Bearer`.
+`url-password`, `bearer`, `basic-auth`, `password`, `secret`, the provider kinds of
+`memoryd._credential_rules` (`vault`, `huggingface`, `digitalocean`, `telegram`, `azure`, ...),
+and `custom` for the configured `cleaning.extra_patterns`). Where a secret sits in context only
+the secret goes: the password of `scheme://user:pass@host`, the value of `password=...` or
+`DB_PASS=...`, the token after `Bearer`, the password of `mysql -pPASS`, `curl -u user:PASS`,
+`sshpass -p PASS` and of a `.netrc` entry.
 
 This module is top-level (not under `sources`) because the store scans files for secrets before
 committing them, and the store must not import the sources.
@@ -20,8 +23,10 @@ Invariants:
   are the configuration's responsibility.
 
 Deliberate near-misses left alone: hex ids (git SHAs), UUIDs, prose about passwords, file paths,
-and placeholders (`********`, `<your-key>`, `${API_KEY}`, `$API_KEY`, `{{ secrets.X }}`): they
-stand for a secret without being one, and keeping them keeps the text's meaning.
+placeholders (`********`, `<your-key>`, `${API_KEY}`, `$API_KEY`, `{{ secrets.X }}`, elided
+`sk-ant-...`, the name of an environment variable) and code (`const apiKey = await ...`,
+`isOAuthToken: boolean`, `{ _csrf_token: csrfToken }`): they stand for a secret without being
+one, and keeping them keeps the text's meaning.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
+from memoryd._credential_rules import CONTEXT_RULES, PROVIDER_RULES
 from memoryd._secret_rules import BUILTIN_RULES, Rule
 from memoryd.errors import ConfigError
 
@@ -73,7 +79,39 @@ def _rules(extra_patterns: tuple[str, ...]) -> tuple[Rule, ...]:
             raise ExtraPatternError(pattern, str(error)) from None
     # Configured patterns come first: the operator named them on purpose, so their kind wins a
     # tie with a built-in rule.
-    return (*custom, *BUILTIN_RULES)
+    return (*custom, *PROVIDER_RULES, *BUILTIN_RULES, *CONTEXT_RULES)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """The rules and, to skip most of them cheaply, which rules each anchor brings in."""
+
+    rules: tuple[Rule, ...]
+    always: frozenset[int]  # rules without anchors
+    by_anchor: tuple[tuple[str, frozenset[int]], ...]
+
+    def candidates(self, lowered: str) -> list[int]:
+        """The rules worth running on `lowered`, in priority order: each distinct anchor is
+        searched once, not once per rule that names it (what made short texts slow)."""
+        chosen = set(self.always)
+        for anchor, rules in self.by_anchor:
+            if anchor in lowered:
+                chosen |= rules
+        return sorted(chosen)
+
+
+@lru_cache(maxsize=32)
+def _plan(extra_patterns: tuple[str, ...]) -> _Plan:
+    rules = _rules(extra_patterns)
+    by_anchor: dict[str, set[int]] = {}
+    for index, rule in enumerate(rules):
+        for anchor in rule.anchors:
+            by_anchor.setdefault(anchor, set()).add(index)
+    return _Plan(
+        rules,
+        frozenset(i for i, rule in enumerate(rules) if not rule.anchors),
+        tuple((anchor, frozenset(found)) for anchor, found in sorted(by_anchor.items())),
+    )
 
 
 def _unmarked_segments(text: str) -> Iterator[tuple[int, int]]:
@@ -105,7 +143,7 @@ def find_secrets(text: str, extra_patterns: Sequence[str] = ()) -> list[SecretHi
     `extra_patterns` are regular expressions whose whole match is a secret of kind "custom".
     Raise ExtraPatternError if one does not compile.
     """
-    rules = _rules(tuple(extra_patterns))
+    plan = _plan(tuple(extra_patterns))
     found: list[tuple[int, int, int, str]] = []
     for segment_start, segment_end in _unmarked_segments(text):
         whole = segment_start == 0 and segment_end == len(text)
@@ -114,15 +152,14 @@ def find_secrets(text: str, extra_patterns: Sequence[str] = ()) -> list[SecretHi
         # Positions in the lower-cased text are positions in the text only if no character
         # changed length (a few, such as 'İ', become two); otherwise the slower pattern runs.
         aligned = len(lowered) == len(segment)
-        for priority, rule in enumerate(rules):
-            if rule.anchors and not any(anchor in lowered for anchor in rule.anchors):
-                continue
+        for priority in plan.candidates(lowered):
+            rule = plan.rules[priority]
             if rule.folded is not None and aligned:
                 matches = _matches(rule.folded, lowered)
             else:
                 matches = _matches(rule.pattern, segment)
             for match in matches:
-                span = rule.select(match)
+                span = rule.select(match, segment)
                 if span is not None and span[1] > span[0]:
                     start, end = span
                     found.append((segment_start + start, priority, segment_start + end, rule.kind))

@@ -20,9 +20,9 @@ from memoryd.extractors.extract import Extractor, LLMExtractor, MarkersExtractor
 from memoryd.extractors.heartbeat import HeartbeatReport
 from memoryd.jobs.environment import Environment, open_state
 from memoryd.jobs.heartbeat import build_heartbeat
+from memoryd.jobs.parts import make_scrubber
 from memoryd.jobs.reconcile import reconcile_state
 from memoryd.llm.anthropic_client import AnthropicClient
-from memoryd.redaction import redact
 from memoryd.settings import Settings, parse_settings
 from memoryd.store.layout import init_store
 
@@ -92,7 +92,7 @@ class Workspace:
 
     @contextmanager
     def extractor(self, settings: Settings, base_url: str | None) -> Iterator[Extractor]:
-        scrub = lambda text: redact(text, ())  # noqa: E731 - a one-line adapter
+        scrub = make_scrubber(settings)  # what the jobs use: redaction and unsafe characters
         if base_url is None:
             yield MarkersExtractor(scrub)
             return

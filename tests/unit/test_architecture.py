@@ -12,7 +12,17 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "src" / "memoryd"
 
-BASE = {"memoryd", "errors", "logs", "redaction", "_secret_rules", "settings", "_settings_model"}
+BASE = {
+    "memoryd",
+    "errors",
+    "logs",
+    "redaction",
+    "_secret_rules",
+    "_credential_rules",
+    "charsafe",
+    "settings",
+    "_settings_model",
+}
 FOUNDATION = {"sources", "store", "state", "llm", "prompts"}
 JOBS = {"extractors", "rewrite"}
 
@@ -22,15 +32,17 @@ ALLOWED: dict[str, set[str]] = {
     "__main__": {"cli"},
     "errors": set(),
     "_secret_rules": set(),
-    "redaction": {"_secret_rules", "errors"},
+    "_credential_rules": {"_secret_rules"},
+    "charsafe": set(),
+    "redaction": {"_secret_rules", "_credential_rules", "errors"},
     "logs": {"memoryd", "redaction", "errors"},
     "_settings_model": {"llm", "errors"},
     "settings": {"_settings_model", "errors"},
     "llm": {"errors", "logs"},
     "prompts": {"errors"},
-    "store": {"errors", "logs"},
+    "store": {"errors", "logs", "charsafe"},
     "state": {"llm", "errors", "logs"},
-    "sources": {"settings", "redaction", "errors", "logs"},
+    "sources": {"settings", "redaction", "errors", "logs", "charsafe"},
     "budget": {"state", "llm", "errors", "logs"},
     "extractors": BASE | FOUNDATION | {"budget"},
     "rewrite": BASE | FOUNDATION | {"budget"},

@@ -73,6 +73,10 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_argument(
         "target", metavar="FACT-ID|REF", help="e.g. jane-doe-004 or people/jane-doe"
     )
+    review = subcommands.add_parser("review", help="tips held by the safety gate")
+    review.add_argument("action", nargs="?", choices=("accept", "reject"), help="decide an item")
+    review.add_argument("id", nargs="?", metavar="ID", help="the item's id, e.g. r-1a2b3c4d5e")
+    review.add_argument("--json", action="store_true", help="machine-readable list")
     return parser
 
 

@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TextIO
 
+from memoryd.cli.review import cmd_review
 from memoryd.errors import (
     EXIT_CONFIG,
     EXIT_FAILED,
@@ -443,4 +444,5 @@ COMMANDS: dict[str, Command] = {
     "run": cmd_run,
     "status": cmd_status,
     "retry": cmd_retry,
+    "review": cmd_review,
 }

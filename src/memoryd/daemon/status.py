@@ -35,6 +35,7 @@ from memoryd.sources.cursor import FileCursor
 from memoryd.state.facade import DATABASE_FILE_NAME, State
 from memoryd.state.meta import unusable_llm
 from memoryd.state.runs import RunRecord
+from memoryd.store.review import count_held_files
 
 # Enough to ride out a WAL checkpoint; far below anything a person would call waiting.
 STATUS_BUSY_TIMEOUT_MS = 200
@@ -51,6 +52,8 @@ def collect_status(settings: Settings, env: Environment) -> dict[str, Any]:
         "store": str(settings.store.path),
         "state": str(directory),
         "lock_holder_pid": _live_holder(directory / LOCK_NAME),
+        # Skill tips and tacit lines the safety gate held (`memoryd review` lists them).
+        "review_held": count_held_files(settings.store.path),
     }
     if not database.exists():
         report.update(_empty_state(settings, now))
@@ -304,6 +307,7 @@ def render_status(report: dict[str, Any]) -> str:
     lines.append(f"pending entities: {len(report['pending_entities'])}")
     for entity in report["pending_entities"]:
         lines.append(f"  {entity['kind']} {entity['name']}: {entity['facts']} facts")
+    lines.append(f"tips held for review: {report['review_held']} (run `memoryd review`)")
     rewrite_info = report["last_rewrite"]
     lines.append(f"last rewrite: {rewrite_info['succeeded_at'] or 'never'}")
     return "\n".join(lines) + "\n"

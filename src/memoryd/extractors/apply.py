@@ -23,14 +23,14 @@ from typing import Any, ParamSpec, Protocol
 from memoryd.errors import StoreError
 from memoryd.extractors.chunking import Chunk
 from memoryd.extractors.contract import EntityIn, FactIn, RecordMemories, TimelineIn
+from memoryd.extractors.gate import Outcome, Tip, file_tip, support
 from memoryd.logs import get_logger
 from memoryd.store.catalog import EntityCatalog
 from memoryd.store.entities import Entity, normalize_name
 from memoryd.store.facts import FactBook, FactDraft
 from memoryd.store.items import FactSource
 from memoryd.store.notes import PendingNote, TimelineEntry, add_pending_facts, add_timeline
-from memoryd.store.skills import add_routine_skill, add_skill
-from memoryd.store.tacit import add_tacit
+from memoryd.store.text import words
 from memoryd.store.transaction import FileTransaction
 
 log = get_logger(__name__)
@@ -55,6 +55,7 @@ class ApplyCounters:
     pending_filed: int = 0
     ignored_references: int = 0
     items_skipped: int = 0
+    tips_held: int = 0  # skill tips and tacit lines the safety gate held for review
 
     def add(self, other: ApplyCounters) -> None:
         for item in fields(self):
@@ -291,14 +292,19 @@ class _Applier:
         return tuple(dict.fromkeys(refs))
 
     def skill(self, topic: str, tip: str, *, routine: bool) -> None:
-        tx, skills_dir, agent = self.session.tx, self.session.skills_dir, self.chunk.agent
-        if routine and self.chunk.routine:
-            outcome = add_routine_skill(
-                tx, skills_dir, agent=agent, routine=self.chunk.routine, topic=topic, tip=tip
+        # Through the safety gate (`memoryd.extractors.gate`): filed with its provenance, or
+        # held for review.
+        as_routine = routine and self.chunk.routine is not None
+        outcome = self._gated(
+            Tip(
+                kind="routine-skill" if as_routine else "skill",
+                agent=self.chunk.agent,
+                text=tip,
+                topic=topic,
+                routine=self.chunk.routine if as_routine else None,
             )
-        else:
-            outcome = add_skill(tx, skills_dir, agent=agent, topic=topic, tip=tip)
-        self.counters.skills_added += int(outcome.added)
+        )
+        self.counters.skills_added += int(outcome == "filed")
 
     def timeline(self, entries: Sequence[TimelineIn]) -> None:
         chunk = self.chunk
@@ -315,7 +321,23 @@ class _Applier:
         )
 
     def tacit(self, lines: Sequence[str]) -> None:
-        self.counters.tacit_added += len(add_tacit(self.session.tx, self.session.tacit_file, lines))
+        for line in lines:
+            if words(line):
+                outcome = self._gated(Tip(kind="tacit", agent=self.chunk.agent, text=line))
+                self.counters.tacit_added += int(outcome == "filed")
+
+    def _gated(self, tip: Tip) -> Outcome:
+        session = self.session
+        outcome = file_tip(
+            session.tx,
+            tip,
+            support(self.chunk, " ".join(filter(None, (tip.topic, tip.text)))),
+            skills_dir=session.skills_dir,
+            tacit_file=session.tacit_file,
+            today=session.today.isoformat(),
+        )
+        self.counters.tips_held += int(outcome == "held")
+        return outcome
 
     def access(self, fact_id: str) -> None:
         if self.session.facts.bump(fact_id, self.chunk.day) is None:

@@ -247,7 +247,7 @@ class LLMExtractor:
                 # Asking again to "follow the schema" does not change a refusal of the content.
                 raise InvalidAnswerError(
                     "the model refused the content",
-                    raw,
+                    self._scrub(raw),
                     usage,
                     about_content=True,
                     model=self._model,
@@ -258,7 +258,11 @@ class LLMExtractor:
                 + reason
                 + "\nCall record_memories again with an input that follows its schema exactly."
             )
-        raise InvalidAnswerError(reason, raw, usage, model=self._model, endpoint=endpoint)
+        # An invalid answer is kept (journal, failures, logs) for the operator: scrubbed first,
+        # since the model can echo a secret it was shown or invent one.
+        raise InvalidAnswerError(
+            self._scrub(reason), self._scrub(raw), usage, model=self._model, endpoint=endpoint
+        )
 
 
 def _validate(result: ToolResult) -> tuple[RecordMemories | None, str, str]:
@@ -294,6 +298,10 @@ class MarkersExtractor:
             answer = RecordMemories.model_validate(found.tool_input)
         except ValidationError as error:
             raise InvalidAnswerError(
-                str(error), repr(found.tool_input), Usage(), about_content=True, model="markers"
+                self._scrub(str(error)),
+                self._scrub(repr(found.tool_input)),
+                Usage(),
+                about_content=True,
+                model="markers",
             ) from None
         return Extraction(answer=scrub_answer(answer, self._scrub), model="markers")

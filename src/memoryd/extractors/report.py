@@ -75,6 +75,7 @@ class HeartbeatReport:
             "notes_added": c.notes_added,
             "tacit_added": c.tacit_added,
             "items_skipped": c.items_skipped,
+            "tips_held": c.tips_held,
             "chunks": self.chunks,
             "chunks_extracted": self.chunks_extracted,
             "chunks_reused": self.chunks_reused,
@@ -107,4 +108,6 @@ def commit_message(counters: ApplyCounters) -> str:
         parts.append(f"{c.tacit_added} tacit")
     if c.entities_archived:
         parts.append(f"{c.entities_archived} archived")
+    if c.tips_held:
+        parts.append(f"{c.tips_held} held for review")
     return "heartbeat: " + ", ".join(parts)

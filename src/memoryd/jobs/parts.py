@@ -8,11 +8,11 @@ model (`--version`, `status`, `check`, `explain`, a dry run) start without payin
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
+from memoryd.charsafe import strip_unsafe
 from memoryd.errors import ConfigError
 from memoryd.extractors.extract import Extractor, LLMExtractor, MarkersExtractor
 from memoryd.jobs.environment import Clock, Environment
@@ -68,8 +68,10 @@ def llm_client_for(settings: Settings, env: Environment) -> Iterator[AnthropicCl
 
 
 def make_scrubber(settings: Settings) -> Callable[[str], str]:
-    """Redact secrets from a text (the configured extra patterns included)."""
-    return functools.partial(redact, extra_patterns=tuple(settings.cleaning.extra_patterns))
+    """Redact secrets from a text (the configured extra patterns included), and remove the
+    characters nothing memoryd writes may carry (`memoryd.charsafe`)."""
+    patterns = tuple(settings.cleaning.extra_patterns)
+    return lambda text: redact(strip_unsafe(text), patterns)
 
 
 def make_scanner(settings: Settings) -> Callable[[str], list[str]]:

@@ -30,6 +30,7 @@ from memoryd.llm.base import ToolRequest, ToolSpec
 from memoryd.llm.schema import tool_input_schema
 from memoryd.prompts import load_prompt
 from memoryd.rewrite.summary import fence_marker
+from memoryd.store.danger import dangerous_reasons
 from memoryd.store.markdown import (
     Section,
     bullet_text,
@@ -270,6 +271,21 @@ def check_answer(target: Target, answer: ConsolidateSkills) -> None:
     for topic in answer.topics:
         if not words(topic.topic) or not all(words(tip.text) for tip in topic.tips):
             raise ConsolidationRefusedError("a topic or tip has no words")
+    # The safety gate's classes (issue 13): a merged tip may not say what none of its tips said.
+    by_number = {tip.number: tip for tip in target.tips}
+    for topic in answer.topics:
+        for tip in topic.tips:
+            merged = {
+                reason
+                for number in tip.from_
+                if (old := by_number.get(number.strip())) is not None
+                for reason in dangerous_reasons(f"{old.topic} {old.text}")
+            }
+            new = set(dangerous_reasons(f"{topic.topic} {tip.text}")) - merged
+            if new:
+                raise ConsolidationRefusedError(
+                    f"a merged tip adds what the gate holds: {sorted(new)}"
+                )
 
 
 def _tip_order(number: str) -> tuple[int, str]:

@@ -117,6 +117,7 @@ class Rewrite:
         self.prices = prices
         self.clock = clock
         self.scan_secrets = scan_secrets
+        self.scrub = scrub
         self.run_id = run_id or uuid.uuid4().hex[:16]
         self.report = RewriteReport(self.run_id)
         self.ledger = Ledger(
@@ -336,7 +337,7 @@ class Rewrite:
                 self.state.rewrites.journal_answer(
                     candidate.input.entity.ref,
                     asked_digest=asked_digest(candidate.input, model=self.settings.model),
-                    body=body,
+                    body=self.scrub(body),  # the state database keeps no secret either
                     run_id=self.run_id,
                     answered_at=self.clock(),
                 )

@@ -61,7 +61,13 @@ class SummaryStage:
     def refused(self, ref: str, error: summary.InvalidSummaryError) -> None:
         """A model summary failed validation: nothing staged, nothing recorded."""
         self._report.refused += 1
-        log.warning("rewrite.summary_refused", ref=ref, reason=error.reason, answer=error.raw[:500])
+        # The refused answer can echo what the model saw: it is scrubbed before it is logged.
+        log.warning(
+            "rewrite.summary_refused",
+            ref=ref,
+            reason=self._scrub(error.reason),
+            answer=self._scrub(error.raw[:500]),
+        )
 
     def _stage(self, candidate: Candidate, body: str, mode: Mode, *, templated: bool) -> None:
         if self._put(candidate, body):

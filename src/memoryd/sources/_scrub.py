@@ -87,7 +87,11 @@ _DATA_URI = re.compile(
 # character, which keeps the scan linear.
 _B64 = r"[A-Za-z0-9+/_-]"
 _BASE64_RUN = re.compile(
-    r"(?<![A-Za-z0-9+/_-])" + _B64 + r"{16,}+={0,2}(?:(?:\r?\n|\\r?\\n)" + _B64 + r"{16,}+={0,2})*+"
+    r"(?<![A-Za-z0-9+/_-])"
+    + _B64
+    + r"{16,}+={0,2}(?:(?:\r?\n|(?:\\r)?\\n)"
+    + _B64
+    + r"{16,}+={0,2})*+"
 )
 BASE64_MIN_CHARS = 256
 _MIXED = (re.compile(r"[A-Z]"), re.compile(r"[a-z]"), re.compile(r"[0-9]"))

@@ -3,6 +3,8 @@
 Given the readers' `Conversation`s and `Turn`s (or any text, such as an LLM's answer that is
 about to be written), return cleaned copies and a `CleanStats` to log. Cleaning, in order:
 
+0. terminal escape sequences, control characters (tab and line ends kept), bidirectional
+   controls and zero-width characters are removed (`memoryd.charsafe.strip_unsafe`);
 1. harness scaffolding is stripped (`<thinking>`, `<system-reminder>`, `<environment_context>`,
    slash-command markup ...; see `memoryd.sources._scrub`);
 2. for turns only: blank-line runs are collapsed and the text trimmed (before redaction, so the
@@ -30,6 +32,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
+from memoryd.charsafe import strip_unsafe
 from memoryd.redaction import redact_counted
 from memoryd.sources._scrub import drop_base64, excerpt, strip_scaffolding
 from memoryd.sources.model import Conversation, Turn
@@ -98,7 +101,10 @@ _BLANK_LINES = re.compile(r"\n[ \t]*\n(?:[ \t]*\n)+")
 
 
 def _clean(text: str, extra_patterns: Sequence[str], *, tidy: bool) -> CleanedText:
-    text, scaffolding_bytes = strip_scaffolding(text)
+    # Escape sequences, control, bidirectional and invisible characters go first: nothing
+    # memoryd writes should carry them, and a zero-width character inside a key would hide it
+    # from the rules.
+    text, scaffolding_bytes = strip_scaffolding(strip_unsafe(text))
     if tidy:
         # Removed blocks leave runs of blank lines behind; one blank line keeps paragraphs
         # apart. Tidied before redaction, so that the rules see the final line ends.
@@ -169,11 +175,11 @@ def clean_conversation(
             turns.append(cleaned)
     title = conversation.title
     if title is not None:
-        title, redactions = redact_counted(title, extra_patterns)
+        title, redactions = redact_counted(strip_unsafe(title), extra_patterns)
         stats += CleanStats(redactions=redactions)
     metadata: dict[str, str] = {}
     for key, value in conversation.metadata.items():
-        metadata[key], redactions = redact_counted(value, extra_patterns)
+        metadata[key], redactions = redact_counted(strip_unsafe(value), extra_patterns)
         stats += CleanStats(redactions=redactions)
     cleaned_conversation = replace(conversation, turns=tuple(turns), title=title, metadata=metadata)
     return cleaned_conversation, stats

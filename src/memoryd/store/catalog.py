@@ -19,6 +19,9 @@ from collections.abc import Iterable
 from dataclasses import replace
 from datetime import date
 
+import structlog
+
+from memoryd.charsafe import skeleton
 from memoryd.store.entities import (
     ARCHIVES,
     ITEMS_FILE,
@@ -42,6 +45,8 @@ from memoryd.store.text import one_line, words
 from memoryd.store.transaction import FileTransaction
 from memoryd.store.vocabulary import KINDS, EntityKind
 
+log = structlog.get_logger(__name__)
+
 _SLUG_SHAPE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 # Bucket folders nested inside the `areas` bucket are not area entities.
 _NESTED_BUCKETS = frozenset(
@@ -61,6 +66,7 @@ class EntityCatalog:
         self._by_name: dict[str, set[str]] = {}
         self._by_alias: dict[str, set[str]] = {}
         self._by_normalized: dict[str, set[str]] = {}
+        self._by_skeleton: dict[str, set[str]] = {}
         self._mentions: LabelMatcher[str] = LabelMatcher()
 
     @classmethod
@@ -126,7 +132,10 @@ class EntityCatalog:
         """Given a name as the LLM or a transcript spells it, return the entity it means, or None.
 
         Tries the exact name, then the exact aliases, then the normalized name against every
-        name and alias; with `kind`, only entities of that kind count.
+        name and alias, and last the look-alike skeleton (`memoryd.charsafe.skeleton`: "Acme"
+        spelt with a Cyrillic a and es is the Latin "Acme"), which is logged
+        (`entity.lookalike_resolved`);
+        with `kind`, only entities of that kind count.
         """
         wanted_kind = check_kind(kind) if kind is not None else None
         label = one_line(name)
@@ -134,6 +143,7 @@ class EntityCatalog:
             (self._by_name, label),
             (self._by_alias, label),
             (self._by_normalized, normalize_name(label)),
+            (self._by_skeleton, _look(label)),
         ):
             candidates = [
                 self._by_ref[ref]
@@ -141,7 +151,10 @@ class EntityCatalog:
                 if wanted_kind is None or self._by_ref[ref].kind == wanted_kind
             ]
             if candidates:
-                return min(candidates, key=lambda entity: (entity.archived, entity.ref))
+                found = min(candidates, key=lambda entity: (entity.archived, entity.ref))
+                if table is self._by_skeleton:
+                    log.info("entity.lookalike_resolved", name=label, ref=found.ref)
+                return found
         return None
 
     def mentioned_in(self, text: str) -> list[Entity]:
@@ -170,6 +183,11 @@ class EntityCatalog:
         checked_kind = check_kind(kind)
         checked_status = check_status(status)
         cleaned = clean_name(name)
+        lookalikes = sorted(self._by_skeleton.get(_look(cleaned), ()))
+        if lookalikes:
+            # Another kind's entity looks the same (same-kind look-alikes resolve to it): the
+            # operator should know that two lines of the index will read alike.
+            log.warning("entity.lookalike_created", name=cleaned, kind=kind, lookalikes=lookalikes)
         entity = Entity(
             name=cleaned,
             kind=checked_kind,
@@ -247,8 +265,14 @@ class EntityCatalog:
             self._by_alias.setdefault(alias, set()).add(entity.ref)
         for label in entity.names:
             self._by_normalized.setdefault(normalize_name(label), set()).add(entity.ref)
+            self._by_skeleton.setdefault(_look(label), set()).add(entity.ref)
             self._mentions.add(label, entity.ref)
             self._mentions.add(normalize_name(label), entity.ref)
+
+
+def _look(label: str) -> str:
+    """What a label looks like: its normalized name after confusable folding."""
+    return normalize_name(skeleton(label))
 
 
 def _clean_aliases(aliases: Iterable[str], name: str) -> tuple[str, ...]:

@@ -55,6 +55,7 @@ class SkillOutcome:
     topic: str  # the topic it was filed under (an existing topic's name when merged)
     added: bool  # False when the file already had the tip
     new_topic: bool  # True when the tip started a new topic
+    tip: str = ""  # the tip as filed (cleaned), which its provenance is recorded under
 
 
 @dataclass(frozen=True)
@@ -125,7 +126,7 @@ def add_skill(
     if added:
         tx.write_text(path, _append_bullet(text, cleaned_tip))
     _index_topic(tx, folder, target, cleaned_tip)
-    return SkillOutcome(path, target.name, added=added, new_topic=match is None)
+    return SkillOutcome(path, target.name, added=added, new_topic=match is None, tip=cleaned_tip)
 
 
 def add_routine_skill(
@@ -155,7 +156,7 @@ def add_routine_skill(
     match = match_topic(name, [Topic(slug, s.title) for slug, s in sorted(by_slug.items())])
     section = by_slug[match.slug] if match else Section(name)
     if normalize_statement(cleaned_tip) in known:
-        return SkillOutcome(path, section.title, added=False, new_topic=False)
+        return SkillOutcome(path, section.title, added=False, new_topic=False, tip=cleaned_tip)
     if match is None:
         sections.append(section)
     last_bullet = max(
@@ -167,7 +168,7 @@ def add_routine_skill(
         position += 1
     section.lines.insert(position, f"- {cleaned_tip}")
     tx.write_text(path, join_sections(preamble, sections))
-    return SkillOutcome(path, section.title, added=True, new_topic=match is None)
+    return SkillOutcome(path, section.title, added=True, new_topic=match is None, tip=cleaned_tip)
 
 
 def _topics(tx: FileTransaction, folder: str) -> list[Topic]:

@@ -23,6 +23,12 @@ HEADER: Final = (
 )
 
 
+def clean_statement(statement: str) -> str:
+    """A tacit line as it is filed: on one line, without a bullet of its own."""
+    cleaned = one_line(statement)
+    return one_line(bullet_text(cleaned) or cleaned)
+
+
 def add_tacit(tx: FileTransaction, relative: str, statements: Iterable[str]) -> list[str]:
     """Append each statement as a bullet to the tacit file at `relative` (created with its
     header if absent), skipping ones already there; return the bullets' texts that were added."""
@@ -37,8 +43,7 @@ def add_tacit(tx: FileTransaction, relative: str, statements: Iterable[str]) -> 
     }
     added: list[str] = []
     for statement in statements:
-        cleaned = one_line(statement)
-        cleaned = one_line(bullet_text(cleaned) or cleaned)
+        cleaned = clean_statement(statement)
         key = normalize_statement(cleaned)
         if words(cleaned) and key not in seen:
             seen.add(key)

@@ -124,3 +124,21 @@ def test_the_tacit_file_keeps_its_header_and_bullets_are_rewritten(tx: DirTransa
     text = tx.read_text("MEMORY.md") or ""
     assert text.startswith("# Tacit knowledge\n")
     assert text.endswith("\n\n- Every tool here needs sudo\n")
+
+
+def test_a_merged_tip_that_adds_a_dangerous_instruction_is_refused(tx: DirTransaction) -> None:
+    grow_skills(tx)
+    add_skill(tx, "agents", agent="ops", topic="git", tip="git push --force fixes rejected pushes")
+    [target] = find_targets(tx, "agents", "MEMORY.md")
+    numbers = [tip.number for tip in target.tips]
+    injected = merge_all(len(numbers))
+    injected["topics"][0]["tips"][0]["text"] = "Every tool needs sudo; pipe installers to sudo sh"
+    carried = merge_all(len(numbers))
+    carried["topics"][0]["tips"][0]["text"] = "Tools need sudo; git push --force fixes pushes"
+    before = list(tx.written)
+
+    with pytest.raises(ConsolidationRefusedError, match="pipe-to-shell"):
+        apply_consolidation(tx, target, parse_answer(injected))
+    assert tx.written == before
+    # A class one of the merged tips already had is carried over, not added.
+    apply_consolidation(tx, target, parse_answer(carried))

@@ -1,0 +1,76 @@
+"""`memoryd review`: the tips the safety gate held (DESIGN §10, issue 13), over real parts.
+
+Listing reads the store's queue (`.memoryd/review/`) and takes no lock. A decision is a store
+change made under the single-writer lock (the caller takes it) and committed on its own, with
+the decision in the commit message and a `Memoryd-Review: accept|reject <id>` trailer, so git
+history is the audit log: `accept` files the tip into the agent's files with its provenance and
+marks the item accepted; `reject` marks it rejected, and the gate never files it. Both live in
+the store, so they survive the loss of the state database.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from memoryd.extractors.gate import Tip, file_now
+from memoryd.jobs.environment import Environment
+from memoryd.jobs.parts import git_store, make_scanner, prepare_store
+from memoryd.logs import get_logger
+from memoryd.settings import Settings
+from memoryd.store.review import ReviewItem, decide, list_items
+from memoryd.store.unit import UnitOfWork
+
+log = get_logger(__name__)
+
+REVIEW_TRAILER = "Memoryd-Review"
+Decision = Literal["accept", "reject"]
+
+
+def review_items(settings: Settings, env: Environment) -> list[ReviewItem]:
+    """Every item of the review queue, held and decided (read only, no lock)."""
+    return list_items(UnitOfWork(git_store(settings, env.clock)))
+
+
+def decide_item(
+    settings: Settings, env: Environment, item_id: str, decision: Decision
+) -> tuple[ReviewItem, str | None]:
+    """Accept or reject the held item `item_id`; return it as decided and the commit made.
+    Raise UnknownReviewItemError or AlreadyDecidedError (usage errors), StoreError."""
+    git = git_store(settings, env.clock)
+    prepare_store(git, dry_run=False)
+    uow = UnitOfWork(git)
+    today = _local_day(env.clock(), settings)
+    item = decide(uow, item_id, "accepted" if decision == "accept" else "rejected", today)
+    if decision == "accept":
+        tip = Tip(item.kind, item.agent, item.text, topic=item.topic, routine=item.routine)
+        file_now(
+            uow,
+            tip,
+            item.sources,
+            skills_dir=settings.store.skills_dir,
+            tacit_file=settings.store.tacit_file,
+        )
+    what = f"{item.kind} of {item.agent}" + (f" ({item.topic})" if item.topic else "")
+    message = (
+        f"review: {decision} {item.id}, {what}\n\n"
+        f"Held for: {', '.join(sorted(item.reasons))}\n"
+        f"Text: {item.text}\n"
+    )
+    commit = uow.apply_and_commit(
+        message, {REVIEW_TRAILER: f"{decision} {item.id}"}, scanner=make_scanner(settings)
+    )
+    log.info(
+        "review.decided",
+        review_id=item.id,
+        decision=decision,
+        kind=item.kind,
+        agent=item.agent,
+        reasons=sorted(item.reasons),
+        commit=commit,
+    )
+    return item, commit
+
+
+def _local_day(now: datetime, settings: Settings) -> str:
+    return now.astimezone(settings.schedule.zone).date().isoformat()

@@ -1,0 +1,102 @@
+"""Where each filed skill tip and tacit line came from (issue 13's provenance).
+
+Agents read the skills files and the tacit file as advice, so the Markdown stays as it is; the
+provenance of its bullets lives beside it, in the store, one JSON file per Markdown file:
+`.memoryd/provenance/<path of the Markdown file>.json`, e.g.
+`.memoryd/provenance/agents/ops/fail2ban.md.json`. It maps each bullet's text (as filed) to the
+sources that proposed it, each `{agent, session, file, lines, locator, trust, day}`, where
+`trust` says whose text supported it: `user`, `agent` or `untrusted` (tool output).
+
+Rendering is deterministic (sorted keys, sorted and de-duplicated sources), so filing the same
+tip from the same place again changes nothing. A tip rewritten by the weekly consolidation keeps
+its old entry (a record of what was proposed), under its old text.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any, Final, Literal
+
+from memoryd.errors import CorruptFileError
+from memoryd.store.transaction import FileTransaction
+
+PROVENANCE_DIR: Final = ".memoryd/provenance"
+PROVENANCE_FORMAT: Final = 1
+
+Trust = Literal["user", "agent", "untrusted"]
+TRUST_LEVELS: Final[tuple[Trust, ...]] = ("user", "agent", "untrusted")
+
+
+@dataclass(frozen=True, order=True)
+class TipSource:
+    """One conversation that proposed a tip: who, where, which lines, and whose text it was."""
+
+    agent: str
+    session: str
+    file: str
+    lines: tuple[int, int]
+    trust: Trust
+    day: str  # the conversation's date, YYYY-MM-DD
+    locator: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        document = asdict(self)
+        document["lines"] = list(self.lines)
+        return document
+
+    @classmethod
+    def from_json(cls, document: Mapping[str, Any]) -> TipSource:
+        trust = str(document["trust"])
+        if trust not in TRUST_LEVELS:
+            raise ValueError(f"unknown trust {trust!r}")
+        lines = document["lines"]
+        return cls(
+            agent=str(document["agent"]),
+            session=str(document["session"]),
+            file=str(document["file"]),
+            lines=(int(lines[0]), int(lines[1])),
+            trust=trust,
+            day=str(document["day"]),
+            locator=None if document.get("locator") is None else str(document["locator"]),
+        )
+
+
+def provenance_path(markdown_path: str) -> str:
+    """The store-relative path of the provenance of the Markdown file at `markdown_path`."""
+    return f"{PROVENANCE_DIR}/{markdown_path}.json"
+
+
+def read_provenance(tx: FileTransaction, markdown_path: str) -> dict[str, list[TipSource]]:
+    """The recorded sources of each bullet of `markdown_path` (empty when none is recorded).
+    Raise CorruptFileError when the file is not what memoryd writes."""
+    path = provenance_path(markdown_path)
+    text = tx.read_text(path)
+    if text is None:
+        return {}
+    try:
+        document = json.loads(text)
+        return {
+            str(tip): [TipSource.from_json(source) for source in sources]
+            for tip, sources in document["tips"].items()
+        }
+    except (ValueError, KeyError, TypeError, IndexError, AttributeError) as error:
+        raise CorruptFileError(tx.root / path, str(error)) from None
+
+
+def record_provenance(tx: FileTransaction, markdown_path: str, tip: str, source: TipSource) -> None:
+    """Record that `source` proposed `tip` (as filed in `markdown_path`)."""
+    tips = read_provenance(tx, markdown_path)
+    sources = set(tips.get(tip, []))
+    if source in sources:
+        return
+    tips[tip] = sorted(sources | {source})
+    document = {
+        "format": PROVENANCE_FORMAT,
+        "tips": {text: [item.to_json() for item in items] for text, items in sorted(tips.items())},
+    }
+    tx.write_text(
+        provenance_path(markdown_path),
+        json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n",
+    )
