@@ -95,4 +95,6 @@ def commit_message(counters: ApplyCounters) -> str:
         parts.append(f"{c.tacit_added} tacit")
     if c.entities_archived:
         parts.append(f"{c.entities_archived} archived")
+    if c.accesses:
+        parts.append(f"{c.accesses} access{'es' * (c.accesses != 1)}")
     return "heartbeat: " + ", ".join(parts)

@@ -9,8 +9,9 @@ state database in step with the store and finish whatever a killed job left half
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
+from datetime import date
 
 from memoryd.extractors.extract import Extractor, MarkersExtractor, WatchedExtractor
 from memoryd.extractors.heartbeat import Heartbeat, HeartbeatOptions, HeartbeatReport
@@ -26,8 +27,13 @@ from memoryd.jobs.parts import (
 )
 from memoryd.jobs.reconcile import reconcile_state
 from memoryd.jobs.sources import build_sources
-from memoryd.settings import Settings
+from memoryd.reading.accesses import claim_reads, release_reads
+from memoryd.rewrite.refresh import refresh_summaries
+from memoryd.rewrite.tiers import TierRule
+from memoryd.settings import Settings, state_directory
 from memoryd.state.facade import State
+from memoryd.store.catalog import EntityCatalog
+from memoryd.store.transaction import FileTransaction
 
 
 def heartbeat_options(settings: Settings, host: str) -> HeartbeatOptions:
@@ -55,10 +61,19 @@ def build_heartbeat(
     should_stop: Callable[[], bool] = lambda: False,
     dry_run: bool = False,
     run_id: str | None = None,
+    reads: Sequence[tuple[str, str, date]] = (),
 ) -> Heartbeat:
-    """A Heartbeat over real parts; the store is checked (and migrated unless `dry_run`)."""
+    """A Heartbeat over real parts; the store is checked (and migrated unless `dry_run`).
+    `reads` are the queued reads by agents it files as accesses (`memoryd.reading.accesses`)."""
     git = git_store(settings, env.clock)
     prepare_store(git, dry_run=dry_run)
+    rule = TierRule.from_settings(settings.decay)
+
+    def refresh(
+        tx: FileTransaction, catalog: EntityCatalog, items_paths: Sequence[str], today: date
+    ) -> list[str]:
+        return refresh_summaries(tx, catalog, items_paths, today=today, rule=rule)
+
     return Heartbeat(
         settings=heartbeat_options(settings, host_name(settings, env)),
         sources=build_sources(settings),
@@ -71,6 +86,8 @@ def build_heartbeat(
         clock=env.clock,
         should_stop=should_stop,
         run_id=run_id,
+        refresh_summaries=refresh,
+        reads=reads,
     )
 
 
@@ -97,11 +114,20 @@ def run_heartbeat(
         watched = extractor if watch_calls is None else WatchedExtractor(extractor, watch_calls)
         if progress is not None:
             watched = WatchedExtractor(watched, lambda: _after(lambda: progress(heartbeat.report)))
+        claimed = claim_reads(state_directory(settings, env.environ))
         heartbeat = build_heartbeat(
-            settings, env, state, watched, should_stop=should_stop, run_id=run_id
+            settings,
+            env,
+            state,
+            watched,
+            should_stop=should_stop,
+            run_id=run_id,
+            reads=claimed.reads,
         )
         reconcile_state(state, heartbeat.git, heartbeat.settings.host, env.clock())
         report = heartbeat.run()
+        if heartbeat.reads_filed:
+            release_reads(claimed)
     hooks.after_commit(settings, git, committed=bool(report.commit or report.foreign_commit))
     return report
 
