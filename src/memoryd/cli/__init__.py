@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from memoryd import LOG_LEVELS, __version__
+from memoryd.cli.reading import add_reading_commands
 from memoryd.errors import EXIT_CONFIG, EXIT_USAGE, ConfigError, MemorydError
 
 
@@ -65,6 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_argument(
         "target", metavar="FACT-ID|REF", help="e.g. jane-doe-004 or people/jane-doe"
     )
+    add_reading_commands(subcommands)
     return parser
 
 

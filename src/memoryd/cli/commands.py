@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TextIO
 
+from memoryd.cli.reading import READING_COMMANDS
 from memoryd.errors import (
     EXIT_CONFIG,
     EXIT_FAILED,
@@ -415,4 +416,5 @@ COMMANDS: dict[str, Command] = {
     "run": cmd_run,
     "status": cmd_status,
     "retry": cmd_retry,
+    **READING_COMMANDS,
 }

@@ -69,7 +69,8 @@ def apply_reads(
     cutoff = (today - timedelta(days=KEEP_DAYS)).isoformat()
     kept = sorted(key for key in counted if key[0] >= cutoff)
     path = reads_path(host)
-    text = json.dumps({"counted": [list(key) for key in kept]}, indent=1) + "\n"
+    rows = ",\n".join("    " + json.dumps(list(key), ensure_ascii=False) for key in kept)
+    text = '{\n  "counted": [\n' + rows + ("\n" if rows else "") + "  ]\n}\n"
     if tx.read_text(path) != text and (kept or tx.exists(path)):
         tx.write_text(path, text)
     return bumps
