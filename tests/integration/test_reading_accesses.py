@@ -184,3 +184,30 @@ def test_a_remembered_memory_is_filed_by_the_next_heartbeat(ws: Workspace) -> No
     assert facts[0]["fact"] == "Moved to Porto" and facts[0]["source"]["agent"] == "ops"
     assert "Shipped the launch" in ws.read(f"memory/{date(2026, 3, 10).isoformat()}.md")
     assert heartbeat(ws, settings).commit is None  # read once, filed once
+
+
+def test_a_supersede_marker_replaces_the_fact_through_a_heartbeat(ws: Workspace) -> None:
+    settings = ws.settings("markers")
+    ws.write_log(
+        "a.jsonl",
+        [turn("user", "remember: person Jane Doe: Lives in Lisbon", "2026-03-01T09:00:00Z")],
+    )
+    heartbeat(ws, settings)
+    ws.write_log(
+        "a.jsonl",
+        [
+            turn(
+                "user",
+                "supersede: person Jane Doe: jane-doe-001: Lives in Porto",
+                "2026-03-02T09:00:00Z",
+            )
+        ],
+        append=True,
+    )
+    heartbeat(ws, settings)
+    facts = ws.facts(JANE)
+    assert [(f["id"], f["status"], f["supersededBy"]) for f in facts] == [
+        ("jane-doe-001", "superseded", "jane-doe-002"),
+        ("jane-doe-002", "active", None),
+    ]
+    assert "Lisbon" not in ws.read(f"{JANE}/summary.md")
