@@ -90,7 +90,7 @@ def test_context_is_the_agents_bundle_stable_and_read_only(filed: Path) -> None:
     assert memoryd(filed, "context", "--agent", "ops").stdout == text  # stable
     assert git(filed, "rev-parse", "HEAD") == head  # nothing committed
     assert git(filed, "status", "--porcelain") == ""  # nothing written to the store
-    queued = (filed / "state" / "reads.jsonl").read_text(encoding="utf-8").splitlines()
+    queued = (filed / "state" / "queue" / "reads.jsonl").read_text(encoding="utf-8").splitlines()
     assert {json.loads(line)["fact"] for line in queued} == {"jane-doe-001", "jane-doe-002"}
 
     small = memoryd(filed, "context", "--agent", "ops", "--budget", "120").stdout
@@ -170,7 +170,7 @@ def test_reads_become_access_bumps_in_the_next_heartbeat(filed: Path) -> None:
     assert git(filed, "log", "-1", "--format=%s").strip().endswith("2 accesses")
     facts = json.loads((filed / "store" / JANE / "items.json").read_text(encoding="utf-8"))
     assert facts[1]["accessCount"] == 2
-    assert not (filed / "state" / "reads.jsonl").exists()
-    assert not list((filed / "state").glob("reads-claimed-*"))
+    assert not (filed / "state" / "queue" / "reads.jsonl").exists()
+    assert not list((filed / "state" / "queue").glob("reads-claimed-*"))
     again = memoryd(filed, "heartbeat")
     assert "commit none" in again.stdout  # nothing queued: nothing to count

@@ -17,7 +17,13 @@ from memoryd.jobs.environment import open_state
 from memoryd.jobs.heartbeat import build_heartbeat
 from memoryd.jobs.reading import agent_context, entity_view, refresh_search_index, search_store
 from memoryd.jobs.reconcile import reconcile_state
-from memoryd.reading.accesses import QUEUE_NAME, claim_reads, record_reads, release_reads
+from memoryd.reading.accesses import (
+    QUEUE_NAME,
+    claim_reads,
+    queue_folder,
+    record_reads,
+    release_reads,
+)
 from memoryd.reading.remember import queue_memory
 from memoryd.reading.search import SearchIndex
 from memoryd.rewrite.tiers import TierRule
@@ -102,20 +108,19 @@ def test_reads_claimed_by_a_killed_heartbeat_are_never_counted_twice(ws: Workspa
     record_reads(ws.root / "state", ["jane-doe-001"], agent="ops", day=ws.now.date())
     # The heartbeat commits, then "dies" before forgetting the claimed queue.
     heartbeat(ws, settings, release=False)
-    assert list((ws.root / "state").glob("reads-claimed-*"))
+    assert list((ws.root / "state" / "queue").glob("reads-claimed-*"))
     record_reads(ws.root / "state", ["jane-doe-001"], agent="other", day=ws.now.date())
     heartbeat(ws, settings)
     assert jane_facts(ws)["jane-doe-001"] == (2, "2026-03-10")  # ops once, other once
-    assert not list((ws.root / "state").glob("reads-claimed-*"))
-    assert not (ws.root / "state" / QUEUE_NAME).exists()
+    assert not list((ws.root / "state" / "queue").glob("reads-claimed-*"))
+    assert not (ws.root / "state" / "queue" / QUEUE_NAME).exists()
 
 
 def test_a_bad_line_in_the_queue_is_skipped_and_the_rest_counted(ws: Workspace) -> None:
     settings = ws.settings("markers")
     plant(ws.store, [Planted("Jane Doe", "Lives in Lisbon", age=3)], today=ws.now.date())
     state = ws.root / "state"
-    state.mkdir(exist_ok=True)
-    (state / QUEUE_NAME).write_text("not json\n", encoding="utf-8")
+    (queue_folder(state) / QUEUE_NAME).write_text("not json\n", encoding="utf-8")
     record_reads(state, ["jane-doe-001", "nobody-001"], agent="ops", day=ws.now.date())
     heartbeat(ws, settings)
     assert jane_facts(ws)["jane-doe-001"] == (1, "2026-03-10")

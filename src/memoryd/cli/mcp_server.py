@@ -101,7 +101,8 @@ def build_server(settings: Settings, env: Environment, *, agent: str) -> MCPServ
                 kind=kind,
                 at=env.clock().astimezone(settings.schedule.zone),
             )
-        except MemorydError as error:
+        except (MemorydError, OSError) as error:
+            log.warning("mcp.not_remembered", agent=agent, reason=str(error))
             return json.dumps({"queued": False, "error": str(error)})
         log.info("mcp.remembered", agent=agent, path=str(path))
         return json.dumps({"queued": True, "filed_by": "the next heartbeat"})

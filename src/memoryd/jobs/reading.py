@@ -7,20 +7,38 @@ heartbeat to count. Used by the `context` and `search` commands and by the MCP s
 
 from __future__ import annotations
 
+import hashlib
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
+from pathlib import Path
 
 from memoryd.errors import StoreError
 from memoryd.jobs.environment import Environment
 from memoryd.reading.accesses import record_reads
 from memoryd.reading.context import DEFAULT_BUDGET, Bundle, build_bundle
 from memoryd.reading.files import ReadOnlyStore
-from memoryd.reading.search import Hit, SearchIndex
+from memoryd.reading.search import INDEX_FILE_NAME, Hit, SearchIndex
 from memoryd.rewrite.tiers import TierRule, describe
 from memoryd.settings import Settings, state_directory
 from memoryd.store.catalog import EntityCatalog
 from memoryd.store.items import parse_items
+
+
+def search_index_folder(settings: Settings, env: Environment) -> Path:
+    """Where the search index lives: the state directory, or, for a reader that cannot write
+    there (an agent of memoryd's group), its own cache (`$XDG_CACHE_HOME/memoryd/<store>`), built
+    from the store like any copy of the index."""
+    state_dir = state_directory(settings, env.environ)
+    index = state_dir / INDEX_FILE_NAME
+    writable = os.access(index, os.W_OK) if index.exists() else os.access(state_dir, os.W_OK)
+    if writable or not state_dir.exists():
+        return state_dir
+    home = Path(env.environ.get("HOME") or Path.home())
+    cache = Path(env.environ.get("XDG_CACHE_HOME") or home / ".cache")
+    store_key = hashlib.sha256(str(settings.store.path).encode("utf-8")).hexdigest()[:16]
+    return cache / "memoryd" / store_key
 
 
 def today_for(settings: Settings, env: Environment) -> date:
@@ -70,7 +88,7 @@ def search_store(
     read by `agent`."""
     today = today_for(settings, env)
     state_dir = state_directory(settings, env.environ)
-    with SearchIndex.open(state_dir, settings.store.path) as index:
+    with SearchIndex.open(search_index_folder(settings, env), settings.store.path) as index:
         index.refresh(tacit_file=settings.store.tacit_file, skills_dir=settings.store.skills_dir)
         hits = index.search(
             query,
@@ -87,7 +105,7 @@ def search_store(
 
 def refresh_search_index(settings: Settings, env: Environment) -> None:
     """Bring the search index up to date (after a commit)."""
-    with SearchIndex.open(state_directory(settings, env.environ), settings.store.path) as index:
+    with SearchIndex.open(search_index_folder(settings, env), settings.store.path) as index:
         index.refresh(tacit_file=settings.store.tacit_file, skills_dir=settings.store.skills_dir)
 
 
