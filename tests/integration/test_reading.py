@@ -174,3 +174,12 @@ def test_reads_become_access_bumps_in_the_next_heartbeat(filed: Path) -> None:
     assert not list((filed / "state" / "queue").glob("reads-claimed-*"))
     again = memoryd(filed, "heartbeat")
     assert "commit none" in again.stdout  # nothing queued: nothing to count
+
+
+def test_init_runs_the_index_init_commands_once(tmp_path: Path) -> None:
+    write_config(tmp_path, "[index]\ninit_commands = [\"sh -c 'echo added >> collection'\"]\n")
+    first = memoryd(tmp_path, "init")
+    assert first.returncode == EXIT_OK, first.stderr
+    assert "index.init_commands: 1 of 1 succeeded" in first.stdout
+    assert memoryd(tmp_path, "init").returncode == EXIT_OK
+    assert (tmp_path / "store" / "collection").read_text(encoding="utf-8") == "added\n"

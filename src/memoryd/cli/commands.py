@@ -288,6 +288,12 @@ def cmd_init(
     else:
         print(f"the store at {store.path} is already initialised; nothing changed", file=out)
     log.info("init.finished", store=str(store.path), commit=result.commit)
+    from memoryd.jobs.hooks import run_init_commands  # noqa: PLC0415
+
+    ran = run_init_commands(config.settings, store.path, state_directory(config.settings, environ))
+    if ran is not None:
+        count = len(config.settings.index.init_commands)
+        print(f"index.init_commands: {ran} of {count} succeeded", file=out)
     return EXIT_OK
 
 

@@ -27,7 +27,7 @@ from memoryd.jobs.environment import (
 )
 from memoryd.jobs.lock import single_writer
 from memoryd.jobs.parts import git_store, make_scanner, prepare_store
-from memoryd.jobs.reading import refresh_search_index, today_for
+from memoryd.jobs.reading import refresh_search_after_commit, today_for
 from memoryd.jobs.reconcile import reconcile_state
 from memoryd.logs import get_logger
 from memoryd.rewrite.refresh import refresh_summaries
@@ -92,8 +92,14 @@ def correct(
         log.info(
             event, fact_id=fact_id, new_fact_id=new_id, ref=entity.ref, reason=reason, commit=commit
         )
-        hooks.after_commit(settings, git, committed=commit is not None)
-    refresh_search_index(settings, env)
+        hooks.after_commit(
+            settings,
+            git,
+            committed=commit is not None,
+            state_dir=state_directory(settings, environ),
+            now=env.clock(),
+        )
+    refresh_search_after_commit(settings, env)
     done = "retracted" if new_id is None else f"superseded by {new_id}"
     out.write(f"{fact_id} {done} (commit {(commit or 'none')[:12]})\n")
     return EXIT_OK

@@ -9,7 +9,6 @@ state database in step with the store and finish whatever a killed job left half
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import date
@@ -26,10 +25,9 @@ from memoryd.jobs.parts import (
     make_scrubber,
     prepare_store,
 )
-from memoryd.jobs.reading import refresh_search_index
+from memoryd.jobs.reading import refresh_search_after_commit
 from memoryd.jobs.reconcile import reconcile_state
 from memoryd.jobs.sources import build_sources
-from memoryd.logs import get_logger
 from memoryd.reading.accesses import claim_reads, release_reads
 from memoryd.rewrite.refresh import refresh_summaries
 from memoryd.rewrite.tiers import TierRule
@@ -37,8 +35,6 @@ from memoryd.settings import Settings, state_directory
 from memoryd.state.facade import State
 from memoryd.store.catalog import EntityCatalog
 from memoryd.store.transaction import FileTransaction
-
-log = get_logger(__name__)
 
 
 def heartbeat_options(settings: Settings, host: str) -> HeartbeatOptions:
@@ -133,19 +129,16 @@ def run_heartbeat(
         report = heartbeat.run()
         if heartbeat.reads_filed:
             release_reads(claimed)
-    hooks.after_commit(settings, git, committed=bool(report.commit or report.foreign_commit))
+    hooks.after_commit(
+        settings,
+        git,
+        committed=bool(report.commit or report.foreign_commit),
+        state_dir=state_directory(settings, env.environ),
+        now=env.clock(),
+    )
     if report.commit or report.foreign_commit:
-        _refresh_search(settings, env)
+        refresh_search_after_commit(settings, env)
     return report
-
-
-def _refresh_search(settings: Settings, env: Environment) -> None:
-    """Bring the search index up to date with the commit (`search` also does before each
-    query, so a failure here only costs the next search the catching up)."""
-    try:
-        refresh_search_index(settings, env)
-    except (sqlite3.Error, OSError) as error:
-        log.warning("search.refresh_failed", error=str(error))
 
 
 @contextmanager

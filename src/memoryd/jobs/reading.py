@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
-from memoryd.errors import StoreError
+from memoryd.errors import MemorydError, StoreError
 from memoryd.jobs.environment import Environment
+from memoryd.logs import get_logger
 from memoryd.reading.accesses import record_reads
 from memoryd.reading.context import DEFAULT_BUDGET, Bundle, build_bundle
 from memoryd.reading.files import ReadOnlyStore
@@ -24,6 +26,8 @@ from memoryd.rewrite.tiers import TierRule, describe
 from memoryd.settings import Settings, state_directory
 from memoryd.store.catalog import EntityCatalog
 from memoryd.store.items import parse_items
+
+log = get_logger(__name__)
 
 
 def search_index_folder(settings: Settings, env: Environment) -> Path:
@@ -107,6 +111,15 @@ def refresh_search_index(settings: Settings, env: Environment) -> None:
     """Bring the search index up to date (after a commit)."""
     with SearchIndex.open(search_index_folder(settings, env), settings.store.path) as index:
         index.refresh(tacit_file=settings.store.tacit_file, skills_dir=settings.store.skills_dir)
+
+
+def refresh_search_after_commit(settings: Settings, env: Environment) -> None:
+    """Bring the search index up to date with a commit just made. `search` also catches up
+    before each query, so a failure here (logged) only costs the next search the catching up."""
+    try:
+        refresh_search_index(settings, env)
+    except (sqlite3.Error, OSError, MemorydError) as error:
+        log.warning("search.refresh_failed", error=str(error))
 
 
 @dataclass(frozen=True)
