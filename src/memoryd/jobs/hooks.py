@@ -5,10 +5,11 @@ Nothing here can fail the job. A remote that refuses or cannot be reached is log
 `index.timeout_seconds` is logged (`index.failed`) and killed, and the next command still runs.
 Index commands run in the store folder with no shell and no stdin; they see memoryd's own
 environment, so an operator's tool finds what it found when run by hand. They run after the
-commit and outside the lock's critical work; after `BACKOFF_AFTER` runs in a row with a failed
-command they are skipped (`index.backoff`) for `BACKOFF_FIRST`, doubling up to `BACKOFF_MAX`,
-so a broken index tool costs a heartbeat nothing. The count and the time are kept in
-`<state dir>/index-backoff.json` (a cache: losing it only retries sooner).
+commit, once the single-writer lock is released (`memoryd.jobs.lock.after_unlock`); after
+`BACKOFF_AFTER` runs in a row with a failed command they are skipped (`index.backoff`) for
+`BACKOFF_FIRST`, doubling up to `BACKOFF_MAX`, so a broken index tool costs a heartbeat
+nothing. The count and the time are kept in `<state dir>/index-backoff.json` (a cache: losing
+it only retries sooner).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from memoryd.jobs.lock import after_unlock
 from memoryd.logs import get_logger
 from memoryd.settings import Settings
 from memoryd.store import sync
@@ -55,9 +57,13 @@ def after_commit(
     when the job committed something (with the back-off when `state_dir` and `now` are given)."""
     if settings.git.push:
         sync.push(git, settings.git.remote)
-    if not (committed and settings.index.commands):
-        return
-    commands, root = settings.index.commands, git.store_root
+    if committed and settings.index.commands:
+        after_unlock(lambda: _index(settings, git.store_root, state_dir, now))
+
+
+def _index(settings: Settings, root: Path, state_dir: Path | None, now: datetime | None) -> None:
+    """Run the index commands, with the back-off when `state_dir` and `now` are given."""
+    commands = settings.index.commands
     if state_dir is None or now is None:
         run_index_commands(commands, root, settings.index.timeout_seconds)
         return

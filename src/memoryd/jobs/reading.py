@@ -17,6 +17,7 @@ from pathlib import Path
 
 from memoryd.errors import MemorydError, StoreError
 from memoryd.jobs.environment import Environment
+from memoryd.jobs.lock import after_unlock
 from memoryd.logs import get_logger
 from memoryd.reading.accesses import record_reads
 from memoryd.reading.context import DEFAULT_BUDGET, Bundle, build_bundle
@@ -114,12 +115,17 @@ def refresh_search_index(settings: Settings, env: Environment) -> None:
 
 
 def refresh_search_after_commit(settings: Settings, env: Environment) -> None:
-    """Bring the search index up to date with a commit just made. `search` also catches up
-    before each query, so a failure here (logged) only costs the next search the catching up."""
-    try:
-        refresh_search_index(settings, env)
-    except (sqlite3.Error, OSError, MemorydError) as error:
-        log.warning("search.refresh_failed", error=str(error))
+    """Bring the search index up to date with a commit just made, once the writer's lock is
+    released. `search` also catches up before each query, so a failure here (logged) only costs
+    the next search the catching up."""
+
+    def refresh() -> None:
+        try:
+            refresh_search_index(settings, env)
+        except (sqlite3.Error, OSError, MemorydError) as error:
+            log.warning("search.refresh_failed", error=str(error))
+
+    after_unlock(refresh)
 
 
 @dataclass(frozen=True)
