@@ -7,7 +7,6 @@ the official SDK's. `remember` only queues: the next heartbeat (a real process) 
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,13 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.types import TextContent
 from tests.integration.test_cli import write_config
-from tests.integration.test_reading import JANE, git, memoryd, write_transcript
+from tests.integration.test_reading import (
+    JANE,
+    child_environment,
+    git,
+    memoryd,
+    write_transcript,
+)
 
 from memoryd.errors import EXIT_OK
 
@@ -35,7 +40,7 @@ async def _session(folder: Path) -> dict[str, Any]:
     server = StdioServerParameters(
         command=sys.executable,
         args=["-m", "memoryd", "--log-format", "json", "mcp", "--agent", "ops"],
-        env={"PYTHONPATH": os.pathsep.join(sys.path), "HOME": str(folder)},
+        env=child_environment(folder),
         cwd=str(folder),
     )
     seen: dict[str, Any] = {}

@@ -21,11 +21,7 @@ JANE = "life/areas/people/jane-doe"
 
 
 def memoryd(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    environ = {
-        "PATH": os.environ["PATH"],
-        "HOME": str(folder),
-        "PYTHONPATH": os.pathsep.join(sys.path),
-    }
+    environ = child_environment(folder)
     return subprocess.run(
         [sys.executable, "-m", "memoryd", "--log-format", "json", *args],
         cwd=folder,
@@ -35,6 +31,18 @@ def memoryd(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
         timeout=120,
         check=False,
     )
+
+
+def child_environment(home: Path) -> dict[str, str]:
+    """A small environment for a memoryd child; coverage's settings pass through, so that the
+    child is measured like the tests' own process."""
+    environ = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(home),
+        "PYTHONPATH": os.pathsep.join(sys.path),
+    }
+    environ.update({k: v for k, v in os.environ.items() if k.startswith("COVERAGE_")})
+    return environ
 
 
 def git(folder: Path, *args: str) -> str:

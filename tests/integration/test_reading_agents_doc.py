@@ -19,7 +19,7 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from tests.integration.test_cli import write_config
-from tests.integration.test_reading import memoryd, write_transcript
+from tests.integration.test_reading import child_environment, memoryd, write_transcript
 
 from memoryd.errors import EXIT_OK
 
@@ -86,7 +86,7 @@ def mcp_tools(store: Path, command: str, args: list[str]) -> list[str]:
     server = StdioServerParameters(
         command=sys.executable,
         args=["-m", "memoryd", *[a.replace(DOC_CONFIG, str(store / "memoryd.toml")) for a in args]],
-        env={"PYTHONPATH": os.pathsep.join(sys.path), "HOME": str(store)},
+        env=child_environment(store),
         cwd=str(store),
     )
 
