@@ -20,7 +20,7 @@ from memoryd.jobs.environment import Environment
 from memoryd.jobs.lock import after_unlock
 from memoryd.logs import get_logger
 from memoryd.reading.accesses import record_reads
-from memoryd.reading.context import DEFAULT_BUDGET, Bundle, build_bundle
+from memoryd.reading.context import DEFAULT_BUDGET, MAX_ENTITIES, Bundle, build_bundle
 from memoryd.reading.files import ReadOnlyStore
 from memoryd.reading.search import INDEX_FILE_NAME, Hit, SearchIndex
 from memoryd.rewrite.tiers import TierRule, describe
@@ -62,15 +62,20 @@ def agent_context(
 ) -> Bundle:
     """The agent's start-of-run bundle; the facts its summaries cite are queued as read."""
     today = today_for(settings, env)
+    rule = TierRule.from_settings(settings.decay)
+    with SearchIndex.open(search_index_folder(settings, env), settings.store.path) as index:
+        index.refresh(tacit_file=settings.store.tacit_file, skills_dir=settings.store.skills_dir)
+        hottest = index.hottest_entities(today=today, rule=rule, limit=MAX_ENTITIES)
     bundle = build_bundle(
         ReadOnlyStore(settings.store.path),
         agent=agent,
         routine=routine,
         today=today,
-        rule=TierRule.from_settings(settings.decay),
+        rule=rule,
         tacit_file=settings.store.tacit_file,
         skills_dir=settings.store.skills_dir,
         budget=budget,
+        hottest=hottest,
     )
     if record:
         record_reads(

@@ -6,8 +6,10 @@ token budget is short:
 1. the tacit file (`store.tacit_file`): how the user works;
 2. the agent's skills index, then its routine's file when `--routine` is given;
 3. the summaries of the hottest entities: those with the most hot facts, then the most warm
-   ones, then by ref; at most `MAX_ENTITIES`, each entity's `summary.md` as it stands (the
-   heartbeat keeps it current), or the template when it has none yet;
+   ones, then by folder; at most `MAX_ENTITIES`, each entity's `summary.md` as it stands (the
+   heartbeat keeps it current), or the template when it has none yet. The ranking comes from
+   the search index when the caller has it (fast on a large store), else from reading every
+   entity's facts;
 4. today's daily note, then yesterday's (dates in `schedule.timezone`).
 
 Fitting: sections are taken whole in priority order while they fit; the first one that does
@@ -24,6 +26,7 @@ gives the same bytes. The facts whose ids the included summaries cite are return
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from typing import Final
@@ -35,7 +38,8 @@ from memoryd.reading.files import ReadOnlyStore
 from memoryd.rewrite.select import SummaryInput, read_input
 from memoryd.rewrite.summary import render_template
 from memoryd.rewrite.tiers import TierRule
-from memoryd.store.catalog import EntityCatalog
+from memoryd.store.catalog import EntityCatalog, entity_at
+from memoryd.store.entities import Entity
 from memoryd.store.notes import note_path
 from memoryd.store.paths import slugify
 from memoryd.store.skills import INDEX_FILE, ROUTINES_DIR, agent_folder
@@ -80,8 +84,11 @@ def gather_sections(
     tacit_file: str,
     skills_dir: str,
     max_entities: int = MAX_ENTITIES,
+    hottest: Sequence[str] | None = None,
 ) -> list[Section]:
-    """Every section the agent's bundle could hold, in priority order (module docstring)."""
+    """Every section the agent's bundle could hold, in priority order (module docstring).
+    `hottest` are the folders of the hottest entities when the caller knows them (from the
+    search index: `SearchIndex.hottest_entities`); otherwise every entity's facts are read."""
     sections: list[Section] = []
     tacit = store.read_text(tacit_file)
     if tacit and tacit.strip():
@@ -95,10 +102,22 @@ def gather_sections(
         text = store.read_text(path)
         if text and text.strip():
             sections.append(Section(f"Routine {routine}", path, text, "routine"))
-    for summary_input in hottest_entities(store, today=today, rule=rule, limit=max_entities):
-        entity = summary_input.entity
-        text = store.read_text(entity.summary_path) or ""
-        body = _strip_title(text) or render_template(summary_input)
+    if hottest is None:
+        entities = [
+            summary_input.entity
+            for summary_input in hottest_entities(store, today=today, rule=rule, limit=max_entities)
+        ]
+    else:
+        found = (_entity(store, folder) for folder in hottest[:max_entities])
+        entities = [entity for entity in found if entity is not None]
+    for entity in entities:
+        body = _strip_title(store.read_text(entity.summary_path) or "")
+        if not body:
+            try:
+                body = render_template(read_input(store, entity, today, rule)[0])
+            except CorruptFileError as error:
+                log.warning("context.entity_skipped", ref=entity.ref, reason=str(error))
+                continue
         title = f"{entity.name} ({entity.ref})"
         sections.append(Section(title, entity.summary_path, body, "entity"))
     for label, day in (("Today", today), ("Yesterday", today - timedelta(days=1))):
@@ -106,6 +125,14 @@ def gather_sections(
         if text and text.strip():
             sections.append(Section(f"{label}, {day.isoformat()}", note_path(day), text, "note"))
     return sections
+
+
+def _entity(store: ReadOnlyStore, folder: str) -> Entity | None:
+    try:
+        return entity_at(store, folder)
+    except CorruptFileError as error:
+        log.warning("context.entity_skipped", folder=folder, reason=str(error))
+        return None
 
 
 def hottest_entities(
@@ -205,8 +232,9 @@ def build_bundle(
     tacit_file: str,
     skills_dir: str,
     budget: int = DEFAULT_BUDGET,
+    hottest: Sequence[str] | None = None,
 ) -> Bundle:
-    """The agent's fitted start-of-run bundle for `today`."""
+    """The agent's fitted start-of-run bundle for `today` (`hottest`: see `gather_sections`)."""
     sections = gather_sections(
         store,
         agent=agent,
@@ -215,5 +243,6 @@ def build_bundle(
         rule=rule,
         tacit_file=tacit_file,
         skills_dir=skills_dir,
+        hottest=hottest,
     )
     return fit(sections, agent=agent, today=today, budget=budget)

@@ -39,8 +39,8 @@ from memoryd.errors import CorruptFileError
 from memoryd.logs import get_logger
 from memoryd.reading.files import ReadOnlyStore
 from memoryd.rewrite.tiers import Tier, TierRule, classify
-from memoryd.store.catalog import EntityCatalog
-from memoryd.store.entities import ITEMS_FILE, LIFE, SUMMARY_FILE
+from memoryd.store.catalog import entity_at
+from memoryd.store.entities import ARCHIVES, ITEMS_FILE, LIFE, SUMMARY_FILE, Entity
 from memoryd.store.items import parse_items
 from memoryd.store.notes import NOTES_DIR
 
@@ -153,7 +153,7 @@ class SearchIndex:
             for path in gone:
                 self._drop(path)
                 self._db.execute("DELETE FROM files WHERE path = ?", (path,))
-            refs = self._refs() if any(p.startswith(f"{LIFE}/") for p in changed) else {}
+            refs = self._refs([path for path in changed if path.startswith(f"{LIFE}/")])
             for path in changed:
                 self._drop(path)
                 for entry in self._entries(path, refs, tacit_file):
@@ -178,42 +178,44 @@ class SearchIndex:
 
     def _scan(self, tacit_file: str, skills_dir: str) -> dict[str, tuple[int, int, int]]:
         """Every indexable file of the store with its (mtime_ns, size, inode): a store write
-        is an atomic rename, so a rewritten file has a new inode even within one clock tick."""
-        root = self._store.root
+        is an atomic rename, so a rewritten file has a new inode even within one clock tick.
+        One `scandir` pass and one `lstat` per indexed file; symbolic links are not followed."""
+        root = str(self._store.root)
         found: dict[str, tuple[int, int, int]] = {}
-
-        def add(relative: str) -> None:
-            try:
-                stat = (root / relative).stat()
-            except OSError:
-                return
-            found[relative] = (stat.st_mtime_ns, stat.st_size, stat.st_ino)
-
-        for relative in _walk(root, LIFE):
-            if relative.endswith((f"/{ITEMS_FILE}", f"/{SUMMARY_FILE}")):
-                add(relative)
-        for name in self._store.list_dir(NOTES_DIR):
-            if _NOTE.match(name):
-                add(f"{NOTES_DIR}/{name}")
-        for relative in _walk(root, skills_dir):
-            if relative.endswith(".md") and not relative.endswith("/README.md"):
-                add(relative)
-        if (root / tacit_file).is_file():
-            add(tacit_file)
+        entity_files = (ITEMS_FILE, SUMMARY_FILE)
+        for relative, entry in _walk(root, LIFE):
+            if entry.name in entity_files:
+                found[relative] = _stamp(entry)
+        for relative, entry in _walk(root, NOTES_DIR, recursive=False):
+            if _NOTE.match(entry.name):
+                found[relative] = _stamp(entry)
+        for relative, entry in _walk(root, skills_dir):
+            if entry.name.endswith(".md") and entry.name != "README.md":
+                found[relative] = _stamp(entry)
+        try:
+            stat = os.lstat(os.path.join(root, tacit_file))
+        except OSError:
+            pass
+        else:
+            found[tacit_file] = (stat.st_mtime_ns, stat.st_size, stat.st_ino)
         return found
 
-    def _refs(self) -> dict[str, tuple[str, str]]:
-        """Store path of each entity's items.json and summary.md -> its ref and names."""
-        try:
-            catalog = EntityCatalog.load(self._store)
-        except CorruptFileError as error:
-            log.warning("search.catalog_unreadable", reason=str(error))
-            return {}
+    def _refs(self, paths: Sequence[str]) -> dict[str, tuple[str, str]]:
+        """Store path of each entity file among `paths` -> its entity's ref and names (one
+        `entity.json` read per entity, not the whole catalogue)."""
         refs: dict[str, tuple[str, str]] = {}
-        for entity in catalog.entities():
-            about = (entity.ref, " ".join(entity.names))
-            refs[entity.items_path] = about
-            refs[entity.summary_path] = about
+        entities: dict[str, Entity | None] = {}
+        for path in paths:
+            folder = path.rsplit("/", 1)[0]
+            if folder not in entities:
+                try:
+                    entities[folder] = entity_at(self._store, folder)
+                except CorruptFileError as error:
+                    log.warning("search.entity_unreadable", folder=folder, reason=error.reason)
+                    entities[folder] = None
+            entity = entities[folder]
+            if entity is not None:
+                refs[path] = (entity.ref, " ".join(entity.names))
         return refs
 
     def _entries(self, path: str, refs: dict[str, tuple[str, str]], tacit_file: str) -> list[Entry]:
@@ -253,6 +255,26 @@ class SearchIndex:
         self._db.execute("INSERT INTO docs(rowid, terms) VALUES (?, ?)", (cursor.lastrowid, terms))
 
     # -- querying --------------------------------------------------------------------------
+
+    def hottest_entities(self, *, today: date, rule: TierRule, limit: int) -> list[str]:
+        """The folders of the active (not archived) entities with hot or warm facts: most hot
+        facts first, then most warm ones, then by folder (what `context` loads)."""
+        counts: dict[str, list[int]] = {}
+        limits: dict[int, tuple[int, int]] = {}
+        rows = self._db.execute(
+            "SELECT path, last_used, uses FROM entries WHERE kind = 'fact' AND status = 'active'"
+        )
+        archived = f"{LIFE}/{ARCHIVES}/"
+        for path, last_used, uses in rows:
+            if path.startswith(archived) or last_used is None:
+                continue
+            hot_limit, warm_limit = limits.get(uses) or limits.setdefault(uses, rule.limits(uses))
+            age = (today - date.fromisoformat(last_used)).days
+            if age <= hot_limit or age <= warm_limit:
+                tally = counts.setdefault(path.rsplit("/", 1)[0], [0, 0])
+                tally[0 if age <= hot_limit else 1] += 1
+        ranked = sorted(counts.items(), key=lambda item: (-item[1][0], -item[1][1], item[0]))
+        return [folder for folder, _ in ranked[:limit]]
 
     def search(
         self,
@@ -346,16 +368,33 @@ def _version(connection: sqlite3.Connection) -> str | None:
     return None if row is None else str(row[0])
 
 
-def _walk(root: Path, folder: str) -> Iterator[str]:
-    """Store-relative paths of the files below `folder` (symbolic links not followed)."""
-    base = root / folder
-    if not base.is_dir():
-        return
-    for directory, subfolders, names in os.walk(base):
-        subfolders[:] = sorted(name for name in subfolders if not name.startswith("."))
-        relative = Path(directory).relative_to(root).as_posix()
-        for name in sorted(names):
-            yield f"{relative}/{name}"
+def _walk(
+    root: str, folder: str, *, recursive: bool = True
+) -> Iterator[tuple[str, os.DirEntry[str]]]:
+    """(store-relative path, entry) of every regular file below `folder`; hidden names and
+    symbolic links are skipped."""
+    pending = [folder]
+    while pending:
+        relative = pending.pop()
+        try:
+            scan = os.scandir(os.path.join(root, relative))
+        except OSError:
+            continue
+        with scan:
+            for entry in scan:
+                if entry.name.startswith("."):
+                    continue
+                path = f"{relative}/{entry.name}"
+                if entry.is_dir(follow_symlinks=False):
+                    if recursive:
+                        pending.append(path)
+                elif entry.is_file(follow_symlinks=False):
+                    yield path, entry
+
+
+def _stamp(entry: os.DirEntry[str]) -> tuple[int, int, int]:
+    stat = entry.stat(follow_symlinks=False)
+    return (stat.st_mtime_ns, stat.st_size, stat.st_ino)
 
 
 def _fact_entries(absolute: Path, path: str, text: str, ref: str | None, names: str) -> list[Entry]:
