@@ -7,8 +7,10 @@ from pathlib import Path
 
 from tests.unit.rewrite.support import Planted, plant
 
+from memoryd.reading.files import ReadOnlyStore
 from memoryd.reading.search import SearchIndex
 from memoryd.rewrite.tiers import TierRule
+from memoryd.store.catalog import entity_at
 from memoryd.store.layout import init_store
 
 TODAY = date(2026, 3, 10)
@@ -44,3 +46,41 @@ def test_every_kind_of_file_is_found_and_filtered(tmp_path: Path) -> None:
         ] == ["tacit"]
         assert index.search("   ", today=TODAY, rule=rule) == []
         assert index.search('"; DROP TABLE entries; --', today=TODAY, rule=rule) == []
+
+
+def test_the_index_ranks_the_hottest_entities_for_context(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    init_store(store, "MEMORY.md", "agents", "memoryd", "memoryd@localhost")
+    plant(
+        store,
+        [
+            Planted("Cold Carl", "Old news", age=200),
+            Planted("Warm Wendy", "Likes tea", age=15),
+            Planted("Hot Harry", "Started today", age=0),
+            Planted("Hot Harry", "Ships on Friday", age=1),
+            Planted("Hot Hanna", "Joined today", age=0),
+            Planted("Acme", "Renewed", age=0, kind="company"),
+        ],
+        today=TODAY,
+    )
+    with SearchIndex.open(tmp_path / "state", store) as index:
+        index.refresh(tacit_file="MEMORY.md", skills_dir="agents")
+        folders = index.hottest_entities(today=TODAY, rule=TierRule(), limit=3)
+    assert folders == [
+        "life/areas/people/hot-harry",
+        "life/areas/companies/acme",
+        "life/areas/people/hot-hanna",
+    ]
+
+
+def test_an_entity_is_read_from_its_folder_alone(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    init_store(store, "MEMORY.md", "agents", "memoryd", "memoryd@localhost")
+    plant(store, [Planted("Jane Doe", "Plays chess", age=1)], today=TODAY)
+    files = ReadOnlyStore(store)
+    jane = entity_at(files, "life/areas/people/jane-doe")
+    assert jane is not None and (jane.name, jane.ref) == ("Jane Doe", "people/jane-doe")
+    assert entity_at(files, "life/areas/people/nobody") is None
+    assert entity_at(files, "life/areas") is None
+    assert entity_at(files, "memory/x") is None
+    assert entity_at(files, "life/unknown-bucket/x") is None
