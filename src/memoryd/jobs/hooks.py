@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from memoryd.jobs.index_state import BACKOFF_FILE, read_json
 from memoryd.jobs.lock import after_unlock
 from memoryd.logs import get_logger
 from memoryd.settings import Settings
@@ -32,7 +33,6 @@ log = get_logger(__name__)
 
 # An index tool's output is for the log line, which must stay one readable line.
 _OUTPUT_CHARS = 500
-BACKOFF_FILE = "index-backoff.json"
 INIT_DONE_FILE = "index-init.json"
 BACKOFF_AFTER = 3
 BACKOFF_FIRST = timedelta(minutes=5)
@@ -93,7 +93,7 @@ def run_init_commands(settings: Settings, store_root: Path, state_dir: Path) -> 
         return None
     digest = hashlib.sha256(json.dumps(commands).encode("utf-8")).hexdigest()[:16]
     done = state_dir / INIT_DONE_FILE
-    if _read_json(done).get("digest") == digest:
+    if read_json(done).get("digest") == digest:
         return None
     succeeded = run_index_commands(commands, store_root, settings.index.timeout_seconds)
     if succeeded == len(commands):
@@ -102,15 +102,7 @@ def run_init_commands(settings: Settings, store_root: Path, state_dir: Path) -> 
 
 
 def _read_backoff(state_dir: Path) -> dict[str, object]:
-    return _read_json(state_dir / BACKOFF_FILE)
-
-
-def _read_json(path: Path) -> dict[str, object]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
+    return read_json(state_dir / BACKOFF_FILE)
 
 
 def _write_json(path: Path, data: dict[str, object]) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 from structlog.testing import capture_logs
 
 from memoryd.jobs.hooks import after_commit, run_index_commands, run_init_commands
+from memoryd.jobs.index_state import reading_status
 from memoryd.settings import Settings, parse_settings
 from memoryd.store.git import GitIdentity, GitStore
 
@@ -99,3 +100,20 @@ def test_init_commands_run_once_and_again_when_they_change(tmp_path: Path) -> No
     assert run_init_commands(failing, store, state) == 0
     assert run_init_commands(failing, store, state) == 0  # tried again until it works
     assert run_init_commands(_settings(tmp_path, []), store, state) is None
+
+
+def test_status_shows_the_failing_index_commands_and_the_queued_reads(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    assert reading_status(state) == {
+        "index_failures": 0,
+        "index_paused_until": None,
+        "reads_queued": 0,
+    }
+    (state / "queue").mkdir(parents=True)
+    (state / "queue" / "reads.jsonl").write_text('{"a": 1}\n{"b": 2}\n')
+    (state / "index-backoff.json").write_text('{"failures": 4, "until": "2026-03-10T12:10:00"}')
+    assert reading_status(state) == {
+        "index_failures": 4,
+        "index_paused_until": "2026-03-10T12:10:00",
+        "reads_queued": 2,
+    }
