@@ -216,3 +216,26 @@ def test_a_supersede_marker_replaces_the_fact_through_a_heartbeat(ws: Workspace)
         ("jane-doe-002", "active", None),
     ]
     assert "Lisbon" not in ws.read(f"{JANE}/summary.md")
+
+
+def test_reads_alone_leave_a_summary_that_is_still_true(ws: Workspace) -> None:
+    settings = ws.settings("markers")
+    plant(
+        ws.store,
+        [Planted("Jane Doe", "Lives in Lisbon", age=1), Planted("Jane Doe", "Knows Bob", age=20)],
+        today=ws.now.date(),
+    )
+    prose = "# Jane Doe\n\nJane lives in Lisbon [jane-doe-001] and knows Bob [jane-doe-002].\n"
+    (ws.store / JANE / "summary.md").write_text(prose, encoding="utf-8")
+    ws.git("commit", "-qam", "the weekly rewrite's prose")
+    record_reads(ws.root / "state", ["jane-doe-002"], agent="ops", day=ws.now.date())
+    heartbeat(ws, settings)
+    assert jane_facts(ws)["jane-doe-002"] == (1, "2026-03-10")  # now hot, still cited
+    assert ws.read(f"{JANE}/summary.md") == prose
+    # A new fact is not in the prose: the template stands in until the next rewrite.
+    ws.write_log(
+        "a.jsonl",
+        [turn("user", "remember: person Jane Doe: Speaks Portuguese", "2026-03-10T09:00:00Z")],
+    )
+    heartbeat(ws, settings)
+    assert "- Speaks Portuguese [jane-doe-003]" in ws.read(f"{JANE}/summary.md")
