@@ -18,6 +18,7 @@ The figures go to the `## Reading` section of BENCHMARKS.md with the options tha
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import shutil
 import statistics
@@ -52,6 +53,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--no-report", action="store_true", help="print only")
     options = parser.parse_args(argv)
     entities = max(10, int(ENTITIES * options.scale))
+    load = os.getloadavg()[0]
     generate(DATA, entities)
     store = ReadOnlyStore(DATA)
 
@@ -118,7 +120,8 @@ def main(argv: list[str]) -> int:
         [
             f"Run: `python -m benchmarks reading -- --scale {options.scale:g}` on "
             f"{TODAY.isoformat()} (store date), Python {platform.python_version()}, medians of "
-            f"{options.runs} runs (queries: {options.runs * 3}). The store is the rewrite "
+            f"{options.runs} runs (queries: {options.runs * 3}), {os.cpu_count()} CPUs, load "
+            f"average {load:.1f} at the start (a shared machine). The store is the rewrite "
             "benchmark's, files in the page cache.",
             "",
             *rows,

@@ -47,7 +47,7 @@ from memoryd.store.notes import NOTES_DIR
 log = get_logger(__name__)
 
 INDEX_FILE_NAME: Final = "search.sqlite"
-SCHEMA_VERSION: Final = "2"
+SCHEMA_VERSION: Final = "3"
 KINDS: Final = ("fact", "summary", "note", "skill", "tacit")
 WEIGHTS: Final[dict[str, float]] = {"hot": 1.0, "warm": 0.85, "cold": 0.7, "inactive": 0.5}
 _BUSY_TIMEOUT_MS: Final = 5000
@@ -65,6 +65,7 @@ CREATE TABLE IF NOT EXISTS entries(
     ref TEXT, line INTEGER NOT NULL, status TEXT, last_used TEXT, uses INTEGER NOT NULL,
     text TEXT NOT NULL, terms TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS entries_path ON entries(path);
+CREATE INDEX IF NOT EXISTS entries_heat ON entries(kind, status, path, last_used, uses);
 CREATE VIRTUAL TABLE IF NOT EXISTS docs USING fts5(
     terms, content='entries', content_rowid='rowid', tokenize='unicode61 remove_diacritics 2');
 """
@@ -258,7 +259,9 @@ class SearchIndex:
 
     def hottest_entities(self, *, today: date, rule: TierRule, limit: int) -> list[str]:
         """The folders of the active (not archived) entities with hot or warm facts: most hot
-        facts first, then most warm ones, then by folder (what `context` loads)."""
+        facts first, then most warm ones, then by folder (what `context` loads). One pass over
+        a covering index of the active facts; the tier limits are computed once per access
+        count (`TierRule.limits`, DESIGN §1.4)."""
         counts: dict[str, list[int]] = {}
         limits: dict[int, tuple[int, int]] = {}
         rows = self._db.execute(
@@ -266,15 +269,15 @@ class SearchIndex:
         )
         archived = f"{LIFE}/{ARCHIVES}/"
         for path, last_used, uses in rows:
-            if path.startswith(archived) or last_used is None:
+            if last_used is None or path.startswith(archived):
                 continue
             hot_limit, warm_limit = limits.get(uses) or limits.setdefault(uses, rule.limits(uses))
             age = (today - date.fromisoformat(last_used)).days
-            if age <= hot_limit or age <= warm_limit:
-                tally = counts.setdefault(path.rsplit("/", 1)[0], [0, 0])
+            if age <= warm_limit:
+                tally = counts.setdefault(path, [0, 0])
                 tally[0 if age <= hot_limit else 1] += 1
         ranked = sorted(counts.items(), key=lambda item: (-item[1][0], -item[1][1], item[0]))
-        return [folder for folder, _ in ranked[:limit]]
+        return [path.rsplit("/", 1)[0] for path, _ in ranked[:limit]]
 
     def search(
         self,
