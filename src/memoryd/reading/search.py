@@ -37,11 +37,11 @@ from typing import Final
 
 from memoryd.errors import CorruptFileError
 from memoryd.logs import get_logger
+from memoryd.reading._entries import NOTE_NAME, Entry, parse_file, stamp, walk
 from memoryd.reading.files import ReadOnlyStore
 from memoryd.rewrite.tiers import Tier, TierRule, classify
 from memoryd.store.catalog import entity_at
 from memoryd.store.entities import ARCHIVES, ITEMS_FILE, LIFE, SUMMARY_FILE, Entity
-from memoryd.store.items import parse_items
 from memoryd.store.notes import NOTES_DIR
 
 log = get_logger(__name__)
@@ -52,8 +52,6 @@ KINDS: Final = ("fact", "summary", "note", "skill", "tacit")
 WEIGHTS: Final[dict[str, float]] = {"hot": 1.0, "warm": 0.85, "cold": 0.7, "inactive": 0.5}
 _BUSY_TIMEOUT_MS: Final = 5000
 _CANDIDATES: Final = 200  # BM25's best this many are re-ranked with recency
-_NOTE = re.compile(r"^(\d{4}-\d{2}-\d{2})\.md$")
-_ID_LINE = re.compile(r'^\s*"id":\s*"([^"]+)"')
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 _SCHEMA: Final = """
@@ -69,20 +67,6 @@ CREATE INDEX IF NOT EXISTS entries_heat ON entries(kind, status, path, last_used
 CREATE VIRTUAL TABLE IF NOT EXISTS docs USING fts5(
     terms, content='entries', content_rowid='rowid', tokenize='unicode61 remove_diacritics 2');
 """
-
-
-@dataclass(frozen=True)
-class Entry:
-    kind: str
-    id: str
-    ref: str | None
-    path: str
-    line: int
-    text: str
-    status: str | None = None
-    last_used: date | None = None
-    uses: int = 0
-    about: str = ""  # more words to find it by (its entity's name), not shown
 
 
 @dataclass(frozen=True)
@@ -184,15 +168,15 @@ class SearchIndex:
         root = str(self._store.root)
         found: dict[str, tuple[int, int, int]] = {}
         entity_files = (ITEMS_FILE, SUMMARY_FILE)
-        for relative, entry in _walk(root, LIFE):
+        for relative, entry in walk(root, LIFE):
             if entry.name in entity_files:
-                found[relative] = _stamp(entry)
-        for relative, entry in _walk(root, NOTES_DIR, recursive=False):
-            if _NOTE.match(entry.name):
-                found[relative] = _stamp(entry)
-        for relative, entry in _walk(root, skills_dir):
+                found[relative] = stamp(entry)
+        for relative, entry in walk(root, NOTES_DIR, recursive=False):
+            if NOTE_NAME.match(entry.name):
+                found[relative] = stamp(entry)
+        for relative, entry in walk(root, skills_dir):
             if entry.name.endswith(".md") and entry.name != "README.md":
-                found[relative] = _stamp(entry)
+                found[relative] = stamp(entry)
         try:
             stat = os.lstat(os.path.join(root, tacit_file))
         except OSError:
@@ -225,7 +209,7 @@ class SearchIndex:
         except CorruptFileError as error:
             log.warning("search.file_skipped", path=path, reason=error.reason)
             return []
-        return [] if text is None else _parse(path, text, refs, tacit_file, self._store.root)
+        return [] if text is None else parse_file(path, text, refs, tacit_file, self._store.root)
 
     def _drop(self, path: str) -> None:
         rows = self._db.execute("SELECT rowid, terms FROM entries WHERE path = ?", (path,))
@@ -369,108 +353,3 @@ def _version(connection: sqlite3.Connection) -> str | None:
         return None
     row = connection.execute("SELECT value FROM meta WHERE key = 'version'").fetchone()
     return None if row is None else str(row[0])
-
-
-def _walk(
-    root: str, folder: str, *, recursive: bool = True
-) -> Iterator[tuple[str, os.DirEntry[str]]]:
-    """(store-relative path, entry) of every regular file below `folder`; hidden names and
-    symbolic links are skipped."""
-    pending = [folder]
-    while pending:
-        relative = pending.pop()
-        try:
-            scan = os.scandir(os.path.join(root, relative))
-        except OSError:
-            continue
-        with scan:
-            for entry in scan:
-                if entry.name.startswith("."):
-                    continue
-                path = f"{relative}/{entry.name}"
-                if entry.is_dir(follow_symlinks=False):
-                    if recursive:
-                        pending.append(path)
-                elif entry.is_file(follow_symlinks=False):
-                    yield path, entry
-
-
-def _stamp(entry: os.DirEntry[str]) -> tuple[int, int, int]:
-    stat = entry.stat(follow_symlinks=False)
-    return (stat.st_mtime_ns, stat.st_size, stat.st_ino)
-
-
-def _fact_entries(absolute: Path, path: str, text: str, ref: str | None, names: str) -> list[Entry]:
-    try:
-        facts = parse_items(absolute, text)
-    except CorruptFileError as error:
-        log.warning("search.file_skipped", path=path, reason=error.reason)
-        return []
-    lines: dict[str, int] = {}
-    for number, line in enumerate(text.splitlines(), start=1):
-        match = _ID_LINE.match(line)
-        if match:
-            lines.setdefault(match.group(1), number)
-    return [
-        Entry(
-            kind="fact",
-            id=fact.id,
-            ref=ref,
-            path=path,
-            line=lines.get(fact.id, 1),
-            text=fact.fact,
-            status=fact.status,
-            last_used=fact.last_accessed,
-            uses=fact.access_count,
-            about=names,
-        )
-        for fact in facts
-    ]
-
-
-def _line_entries(
-    kind: str,
-    path: str,
-    text: str,
-    ref: str | None,
-    *,
-    last_used: date | None = None,
-    about: str = "",
-) -> list[Entry]:
-    entries = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        stripped = line.strip()
-        if not stripped or stripped.startswith("#"):
-            continue
-        entries.append(
-            Entry(
-                kind=kind,
-                id=f"{path}:{number}",
-                ref=ref,
-                path=path,
-                line=number,
-                text=stripped,
-                last_used=last_used,
-                about=about,
-            )
-        )
-    return entries
-
-
-def _parse(
-    path: str, text: str, refs: dict[str, tuple[str, str]], tacit_file: str, root: Path
-) -> list[Entry]:
-    """The entries of one store file (module docstring)."""
-    ref, names = refs.get(path, (None, ""))
-    if path.endswith(f"/{ITEMS_FILE}") and path.startswith(f"{LIFE}/"):
-        return _fact_entries(root / path, path, text, ref, names)
-    if path.endswith(f"/{SUMMARY_FILE}") and path.startswith(f"{LIFE}/"):
-        return _line_entries("summary", path, text, ref, about=names)
-    if path.startswith(f"{NOTES_DIR}/"):
-        match = _NOTE.match(path.removeprefix(f"{NOTES_DIR}/"))
-        day = date.fromisoformat(match.group(1)) if match else None
-        return _line_entries("note", path, text, None, last_used=day)
-    if path == tacit_file:
-        return _line_entries("tacit", path, text, None)
-    agent = path.split("/")[1] if path.count("/") >= 2 else None
-    return _line_entries("skill", path, text, agent)
