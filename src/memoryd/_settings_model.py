@@ -174,6 +174,7 @@ class RewriteSettings(_Frozen):
 class IndexSettings(_Frozen):
     commands: list[str] = Field(default_factory=list)
     timeout_seconds: float = Field(default=300, gt=0)
+    init_commands: list[str] = Field(default_factory=list)  # run once by `memoryd init`
 
 
 class CleaningSettings(_Frozen):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -110,6 +111,9 @@ def test_the_daemons_rewrite_job_commits_records_success_and_pushes(
     daemon.heartbeat_job()
     assert daemon.rewrite_overdue()  # never rewritten: the daemon would catch up at start
 
+    # The heartbeat already rendered the template summary; weeks later the fact is cold, so the
+    # rewrite (the template again, with the markers provider) has a change to commit.
+    ws.now += timedelta(days=25)
     with capture_logs() as logs:
         daemon.rewrite_job()
     finished = next(e for e in logs if e["event"] == "rewrite.finished")

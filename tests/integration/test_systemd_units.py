@@ -46,6 +46,7 @@ SYSTEM_UNITS = (
 )
 SYSTEM_SERVICES = tuple(name for name in SYSTEM_UNITS if name.endswith(".service"))
 USER_UNIT = "user/memoryd.service"
+QMD_DROP_IN = "memoryd.service.d/qmd.conf"
 INSTALLED_PROGRAM = "/usr/local/bin/memoryd"
 USER_PROGRAM = "%h/.local/bin/memoryd"
 EXPOSURE_LIMIT = 2.0
@@ -197,7 +198,23 @@ def exposure(analyze: str, unit: Path) -> float:
 
 def test_every_unit_of_the_layout_is_there() -> None:
     present = {str(p.relative_to(UNITS)) for p in UNITS.rglob("*") if p.is_file()}
-    assert present == {*SYSTEM_UNITS, USER_UNIT}
+    assert present == {*SYSTEM_UNITS, USER_UNIT, QMD_DROP_IN}
+
+
+def test_the_qmd_drop_in_verifies_and_relaxes_only_what_node_needs(
+    analyze: str, copies: Path
+) -> None:
+    target = copies / QMD_DROP_IN
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(UNITS / QMD_DROP_IN, target)
+    assert_silent(run_analyze(analyze, "verify", "./memoryd.service", cwd=copies))
+    settings = [
+        line.split("=", 1)[0]
+        for line in (UNITS / QMD_DROP_IN).read_text().splitlines()
+        if "=" in line and not line.startswith("#")
+    ]
+    assert settings == ["MemoryDenyWriteExecute", "Environment"]
+    assert "MemoryDenyWriteExecute=no" in (UNITS / QMD_DROP_IN).read_text()
 
 
 @pytest.mark.parametrize("name", SYSTEM_UNITS)

@@ -46,9 +46,10 @@ ALLOWED: dict[str, set[str]] = {
     "budget": {"state", "llm", "errors", "logs"},
     "extractors": BASE | FOUNDATION | {"budget"},
     "rewrite": BASE | FOUNDATION | {"budget"},
-    "jobs": BASE | FOUNDATION | JOBS | {"budget"},
-    "daemon": BASE | FOUNDATION | JOBS | {"budget", "jobs"},
-    "cli": BASE | FOUNDATION | JOBS | {"budget", "jobs", "daemon"},
+    "reading": BASE | FOUNDATION | {"rewrite"},
+    "jobs": BASE | FOUNDATION | JOBS | {"budget", "reading"},
+    "daemon": BASE | FOUNDATION | JOBS | {"budget", "jobs", "reading"},
+    "cli": BASE | FOUNDATION | JOBS | {"budget", "jobs", "daemon", "reading"},
 }
 
 

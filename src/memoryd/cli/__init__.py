@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from memoryd import LOG_LEVELS, __version__
+from memoryd.cli.reading import add_reading_commands
 from memoryd.errors import (
     EXIT_CONFIG,
     EXIT_FAILED,
@@ -77,6 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     review.add_argument("action", nargs="?", choices=("accept", "reject"), help="decide an item")
     review.add_argument("id", nargs="?", metavar="ID", help="the item's id, e.g. r-1a2b3c4d5e")
     review.add_argument("--json", action="store_true", help="machine-readable list")
+    add_reading_commands(subcommands)
     return parser
 
 

@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TextIO
 
+from memoryd.cli.reading import READING_COMMANDS
 from memoryd.cli.review import cmd_review
 from memoryd.errors import (
     EXIT_CONFIG,
@@ -314,6 +315,12 @@ def cmd_init(
     else:
         print(f"the store at {store.path} is already initialised; nothing changed", file=out)
     log.info("init.finished", store=str(store.path), commit=result.commit)
+    from memoryd.jobs.hooks import run_init_commands  # noqa: PLC0415
+
+    ran = run_init_commands(config.settings, store.path, state_directory(config.settings, environ))
+    if ran is not None:
+        count = len(config.settings.index.init_commands)
+        print(f"index.init_commands: {ran} of {count} succeeded", file=out)
     return EXIT_OK
 
 
@@ -445,4 +452,5 @@ COMMANDS: dict[str, Command] = {
     "status": cmd_status,
     "retry": cmd_retry,
     "review": cmd_review,
+    **READING_COMMANDS,
 }

@@ -26,6 +26,7 @@ from typing import Any
 
 from memoryd.daemon.schedule import REWRITE_STALE_AFTER, rewrite_trigger
 from memoryd.jobs.environment import Environment
+from memoryd.jobs.index_state import reading_status
 from memoryd.jobs.lock import LOCK_NAME, read_holder
 from memoryd.jobs.sources import build_sources
 from memoryd.jobs.sync_health import repository_problem, sync_lines, sync_report
@@ -54,6 +55,7 @@ def collect_status(settings: Settings, env: Environment) -> dict[str, Any]:
         "lock_holder_pid": _live_holder(directory / LOCK_NAME),
         # Skill tips and tacit lines the safety gate held (`memoryd review` lists them).
         "review_held": count_held_files(settings.store.path),
+        "reading": reading_status(directory),
     }
     if not database.exists():
         report.update(_empty_state(settings, now))
@@ -310,6 +312,14 @@ def render_status(report: dict[str, Any]) -> str:
     lines.append(f"tips held for review: {report['review_held']} (run `memoryd review`)")
     rewrite_info = report["last_rewrite"]
     lines.append(f"last rewrite: {rewrite_info['succeeded_at'] or 'never'}")
+    reading = report["reading"]
+    lines.append(f"reads by agents waiting for the next heartbeat: {reading['reads_queued']}")
+    if reading["index_failures"]:
+        paused = reading["index_paused_until"]
+        lines.append(
+            f"INDEX COMMANDS FAILING: {reading['index_failures']} runs in a row (see index.failed "
+            f"in the log){f'; paused until {paused}' if paused else ''}"
+        )
     return "\n".join(lines) + "\n"
 
 

@@ -38,7 +38,7 @@ import time as monotonic_time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from typing import Any, Literal
 from zoneinfo import ZoneInfo
 
@@ -71,9 +71,12 @@ from memoryd.llm.prices import PriceTable, Usage
 from memoryd.logs import get_logger
 from memoryd.state.facade import State
 from memoryd.state.meta import clear_unusable_llm, note_unusable_llm, streak_checked_since
+from memoryd.store.catalog import EntityCatalog
 from memoryd.store.git import GitStore
 from memoryd.store.index import INDEX_PATH, write_index
+from memoryd.store.reads import apply_reads
 from memoryd.store.skills import INDEX_FILE, agent_folder
+from memoryd.store.transaction import FileTransaction
 from memoryd.store.unit import RUN_TRAILER, UnitOfWork
 
 log = get_logger(__name__)
@@ -81,6 +84,12 @@ log = get_logger(__name__)
 __all__ = ["Heartbeat", "HeartbeatOptions", "HeartbeatReport", "Source"]
 
 SecretScanner = Callable[[str], list[str]]
+# Given the transaction, the catalogue, the items.json paths a heartbeat changed and the
+# processing date, stage those entities' refreshed summaries and return their refs (the jobs
+# layer passes `memoryd.rewrite.refresh.refresh_summaries` with the configured decay rule).
+SummaryRefresher = Callable[[FileTransaction, EntityCatalog, Sequence[str], date], list[str]]
+# Reads by agents not filed yet (`memoryd.reading.accesses`): (fact id, agent, day) each.
+ReadAccess = tuple[str, str, date]
 _MAX_REPLANS = 3
 JOURNAL_RETENTION = timedelta(days=14)
 # Invalid answers in a row (from different chunks) that show the model cannot do the task. While
@@ -136,7 +145,12 @@ class Heartbeat:
         clock: Callable[[], datetime],
         should_stop: Callable[[], bool] = lambda: False,
         run_id: str | None = None,
+        refresh_summaries: SummaryRefresher | None = None,
+        reads: Sequence[ReadAccess] = (),
     ) -> None:
+        self.refresh_summaries = refresh_summaries
+        self.reads = list(reads)
+        self.reads_filed = False  # set once `reads` are committed (or were all counted before)
         self.settings = settings
         self.sources = list(sources)
         self.state = state
@@ -266,11 +280,20 @@ class Heartbeat:
                 )
             )
         self._settle_invalid_answers(progress)
-        session.facts.save_all()
+        if self.reads:
+            # Reads by agents (search, context, mcp) count as accesses, once per fact, agent
+            # and day, recorded in this host's record so that they are never counted twice.
+            counters.accesses += apply_reads(
+                uow, session.facts, self.settings.host, self.reads, today=session.today
+            )
+        saved = session.facts.save_all()
+        refreshed: list[str] = []
+        if self.refresh_summaries is not None and saved:
+            refreshed = self.refresh_summaries(uow, session.catalog, saved, session.today)
         # The index lists entities (ref, name, bucket) with their summaries' gists; a heartbeat
-        # changes it only by creating or moving entities (summaries are the rewrite's), so the
-        # other heartbeats skip reading every summary of the store.
-        moved = counters.entities_created + counters.entities_archived
+        # changes it only by creating or moving entities or refreshing summaries, so the other
+        # heartbeats skip reading every summary of the store.
+        moved = counters.entities_created + counters.entities_archived + len(refreshed)
         if moved + counters.entities_reactivated or not uow.exists(INDEX_PATH):
             write_index(uow, session.catalog)
         self.report.counters = counters
@@ -531,6 +554,7 @@ class Heartbeat:
                 scanner=self.scan_secrets,
             )
         finalize_heartbeat(self.state, intent, self.report.commit, self.clock())
+        self.reads_filed = True
         if self.report.outcome == "nothing-new" and (progress.done or self.report.commit):
             self.report.outcome = "ok"
         # Committed chunks are only looked up again when their file is re-read from a held-back

@@ -5,6 +5,8 @@ memory deliberately. A marker is a line of a user or assistant turn — never to
 starts, after optional whitespace or a list bullet, with one of these words (any case):
 
     remember: <kind> <Name>: <fact>     a fact about an entity (the entity counts as significant)
+    supersede: <kind> <Name>: <fact-id>: <fact>
+                                        a fact that replaces the entity's fact <fact-id>
     note: <text>                        a timeline entry at the turn's local time
     skill: <topic>: <tip>               a tier-1 skill of the conversation's agent
     routine-skill: <topic>: <tip>       a tier-2 skill of the source's routine
@@ -27,12 +29,13 @@ from memoryd.store.vocabulary import KINDS
 
 _MARKER = re.compile(
     r"^[ \t]*(?:[-*+\u2022][ \t]+|\d+[.)][ \t]+)?"
-    r"(?P<word>remember|note|skill|routine-skill|tacit)[ \t]*:[ \t]*(?P<rest>.+?)[ \t]*$",
+    r"(?P<word>remember|supersede|note|skill|routine-skill|tacit)[ \t]*:[ \t]*(?P<rest>.+?)[ \t]*$",
     re.IGNORECASE | re.MULTILINE,
 )
 _REMEMBER = re.compile(
     r"^(?P<kind>[a-z]+)[ \t]+(?P<name>[^:]+?)[ \t]*:[ \t]*(?P<fact>.+)$", re.IGNORECASE
 )
+_SUPERSEDED = re.compile(r"^(?P<id>[a-z0-9]+(?:-[a-z0-9]+)*-[0-9]{3,})[ \t]*:[ \t]*(?P<fact>.+)$")
 _TOPIC_TIP = re.compile(r"^(?P<topic>[^:]+?)[ \t]*:[ \t]*(?P<tip>.+)$")
 
 
@@ -57,20 +60,23 @@ def extract_markers(turns: Sequence[Turn], zone: ZoneInfo, routine: str | None) 
             continue
         for match in _MARKER.finditer(turn.text):
             word, rest = match.group("word").lower(), match.group("rest")
-            if word == "remember":
+            if word in ("remember", "supersede"):
                 parsed = _REMEMBER.match(rest)
                 kind = parsed.group("kind").lower() if parsed else ""
-                if parsed is None or kind not in KINDS:
+                replaced = _SUPERSEDED.match(parsed.group("fact")) if parsed else None
+                if parsed is None or kind not in KINDS or (word == "supersede" and not replaced):
                     ignored.append(match.group(0).strip())
                     continue
                 name = parsed.group("name").strip()
-                facts.append(
-                    {
-                        "entity": {"name": name, "kind": kind},
-                        "fact": parsed.group("fact").strip(),
-                        "category": "context",
-                    }
-                )
+                fact: dict[str, Any] = {
+                    "entity": {"name": name, "kind": kind},
+                    "fact": parsed.group("fact").strip(),
+                    "category": "context",
+                }
+                if replaced is not None and word == "supersede":
+                    fact["fact"] = replaced.group("fact").strip()
+                    fact["supersedes"] = [replaced.group("id")]
+                facts.append(fact)
                 entities.setdefault(
                     (name.lower(), kind), {"name": name, "kind": kind, "significant": True}
                 )

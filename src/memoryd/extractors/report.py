@@ -110,4 +110,6 @@ def commit_message(counters: ApplyCounters) -> str:
         parts.append(f"{c.entities_archived} archived")
     if c.tips_held:
         parts.append(f"{c.tips_held} held for review")
+    if c.accesses:
+        parts.append(f"{c.accesses} access{'es' * (c.accesses != 1)}")
     return "heartbeat: " + ", ".join(parts)

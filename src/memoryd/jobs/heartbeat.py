@@ -10,8 +10,9 @@ heartbeat).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
+from datetime import date
 
 from memoryd.extractors.extract import Extractor, MarkersExtractor, WatchedExtractor
 from memoryd.extractors.heartbeat import Heartbeat, HeartbeatOptions, HeartbeatReport
@@ -25,11 +26,17 @@ from memoryd.jobs.parts import (
     make_scrubber,
     prepare_store,
 )
+from memoryd.jobs.reading import refresh_search_after_commit
 from memoryd.jobs.reconcile import reconcile_state
 from memoryd.jobs.sources import build_sources
-from memoryd.settings import Settings
+from memoryd.reading.accesses import claim_reads, release_reads
+from memoryd.rewrite.refresh import refresh_summaries
+from memoryd.rewrite.tiers import TierRule
+from memoryd.settings import Settings, state_directory
 from memoryd.state.facade import State
+from memoryd.store.catalog import EntityCatalog
 from memoryd.store.items import host_id_code
+from memoryd.store.transaction import FileTransaction
 
 
 def heartbeat_options(settings: Settings, host: str) -> HeartbeatOptions:
@@ -59,13 +66,22 @@ def build_heartbeat(
     should_stop: Callable[[], bool] = lambda: False,
     dry_run: bool = False,
     run_id: str | None = None,
+    reads: Sequence[tuple[str, str, date]] = (),
 ) -> Heartbeat:
-    """A Heartbeat over real parts; the store is checked (and migrated unless `dry_run`)."""
+    """A Heartbeat over real parts; the store is checked (and migrated unless `dry_run`).
+    `reads` are the queued reads by agents it files as accesses (`memoryd.reading.accesses`)."""
     git = git_store(settings, env.clock)
     prepare_store(git, dry_run=dry_run)
+    rule = TierRule.from_settings(settings.decay)
+
+    def refresh(
+        tx: FileTransaction, catalog: EntityCatalog, items_paths: Sequence[str], today: date
+    ) -> list[str]:
+        return refresh_summaries(tx, catalog, items_paths, today=today, rule=rule)
+
     return Heartbeat(
         settings=heartbeat_options(settings, host_name(settings, env)),
-        sources=build_sources(settings),
+        sources=build_sources(settings, state_directory(settings, env.environ)),
         state=state,
         git=git,
         extractor=extractor,
@@ -75,6 +91,8 @@ def build_heartbeat(
         clock=env.clock,
         should_stop=should_stop,
         run_id=run_id,
+        refresh_summaries=refresh,
+        reads=reads,
     )
 
 
@@ -101,8 +119,15 @@ def run_heartbeat(
         watched = extractor if watch_calls is None else WatchedExtractor(extractor, watch_calls)
         if progress is not None:
             watched = WatchedExtractor(watched, lambda: _after(lambda: progress(heartbeat.report)))
+        claimed = claim_reads(state_directory(settings, env.environ))
         heartbeat = build_heartbeat(
-            settings, env, state, watched, should_stop=should_stop, run_id=run_id
+            settings,
+            env,
+            state,
+            watched,
+            should_stop=should_stop,
+            run_id=run_id,
+            reads=claimed.reads,
         )
         reconcile_state(state, heartbeat.git, heartbeat.settings.host, env.clock())
         # Pulled once the killed jobs' half-done writes are finished or undone (see hooks); the
@@ -110,9 +135,17 @@ def run_heartbeat(
         hooks.pull_after_recovery(settings, git)
         prepare_store(git, dry_run=True)
         report = heartbeat.run()
+        if heartbeat.reads_filed:
+            release_reads(claimed)
     report.sync_problem = hooks.after_commit(
-        settings, git, committed=bool(report.commit or report.foreign_commit)
+        settings,
+        git,
+        committed=bool(report.commit or report.foreign_commit),
+        state_dir=state_directory(settings, env.environ),
+        now=env.clock(),
     )
+    if report.commit or report.foreign_commit:
+        refresh_search_after_commit(settings, env)
     return report
 
 

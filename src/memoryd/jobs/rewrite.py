@@ -24,6 +24,7 @@ from memoryd.jobs.parts import (
     make_scrubber,
     prepare_store,
 )
+from memoryd.jobs.reading import refresh_search_after_commit
 from memoryd.jobs.reconcile import reconcile_state
 from memoryd.llm.base import estimate_tokens
 from memoryd.prompts import check_prompts
@@ -33,7 +34,7 @@ from memoryd.rewrite.explain import explain_target
 from memoryd.rewrite.report import RewriteReport
 from memoryd.rewrite.select import Mode, select
 from memoryd.rewrite.tiers import TierRule
-from memoryd.settings import Settings
+from memoryd.settings import Settings, state_directory
 from memoryd.state.facade import State
 from memoryd.store.catalog import EntityCatalog
 from memoryd.store.unit import UnitOfWork
@@ -111,7 +112,15 @@ def run_rewrite(
         llm_client_for(settings, env) as client,
     ):
         report = build_rewrite(settings, env, state, client, run_id=run_id).run()
-    hooks.after_commit(settings, git, committed=report.commit is not None)
+    hooks.after_commit(
+        settings,
+        git,
+        committed=report.commit is not None,
+        state_dir=state_directory(settings, env.environ),
+        now=env.clock(),
+    )
+    if report.commit is not None:
+        refresh_search_after_commit(settings, env)
     return report
 
 

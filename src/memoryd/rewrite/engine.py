@@ -222,7 +222,9 @@ class Rewrite:
                 continue
             try:
                 body = summary.validate_summary(
-                    summary.summary_from_tool_input(answer.result.tool_input), current.ids
+                    summary.summary_from_tool_input(answer.result.tool_input),
+                    current.ids,
+                    current.hot_ids,
                 )
             except summary.InvalidSummaryError as error:
                 self.stage.refused(answer.ref, error)
@@ -321,7 +323,9 @@ class Rewrite:
             self.stage.prompts.update(summary.prompt_refs())
             try:
                 body = summary.validate_summary(
-                    summary.summary_from_tool_input(result.tool_input), candidate.input.ids
+                    summary.summary_from_tool_input(result.tool_input),
+                    candidate.input.ids,
+                    candidate.input.hot_ids,
                 )
             except summary.InvalidSummaryError as error:
                 self._charge_call(result.usage, result.model, batch=False)

@@ -72,6 +72,10 @@ class SummaryInput:
     def ids(self) -> frozenset[str]:
         return frozenset(fact.id for fact in self.facts)
 
+    @property
+    def hot_ids(self) -> frozenset[str]:
+        return frozenset(fact.id for fact in self.facts if fact.tier == "hot")
+
     def tier_facts(self, tier: Tier) -> list[SummaryFact]:
         return [fact for fact in self.facts if fact.tier == tier]
 

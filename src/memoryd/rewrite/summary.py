@@ -14,7 +14,11 @@ A model's summary is accepted only when (`validate_summary`):
 - a citation is a bracketed, comma-separated list of fact ids, `[jane-doe-004]` or
   `[jane-doe-004, jane-doe-007]`, and every id cited anywhere is one the request gave (a hot or
   warm fact of this entity; cold facts are never given, so they can never be cited);
-- no second `# ` title.
+- no second `# ` title;
+- hot facts come first (DESIGN §1.4): no content line resting only on warm facts comes before a
+  line citing a hot one. A flat summary (no subheadings) in the wrong order is put in order
+  (hot lines first, each group in the model's order); one with subheadings is refused, and the
+  correction asks again.
 
 Anything else raises InvalidSummaryError, and the caller keeps the previous summary. The
 template (`render_template`) lists the given facts themselves, hot under "Recent" then warm
@@ -147,8 +151,11 @@ def summary_from_tool_input(tool_input: dict[str, object] | None) -> str:
     return text
 
 
-def validate_summary(text: str, given_ids: frozenset[str]) -> str:
-    """The cleaned body of a model's summary. Raise InvalidSummaryError (module docstring)."""
+def validate_summary(
+    text: str, given_ids: frozenset[str], hot_ids: frozenset[str] = frozenset()
+) -> str:
+    """The cleaned body of a model's summary, hot lines first. Raise InvalidSummaryError
+    (module docstring)."""
     lines = [line.rstrip() for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n")]
     while lines and not lines[0]:
         lines.pop(0)
@@ -169,7 +176,27 @@ def validate_summary(text: str, given_ids: frozenset[str]) -> str:
         )
     for number, line in enumerate(lines, start=1):
         _check_line(number, line, given_ids, text)
-    return body
+    return "\n".join(_hot_first(lines, hot_ids, text))
+
+
+def _cites_hot(line: str, hot_ids: frozenset[str]) -> bool:
+    return any(cited in hot_ids for cited in _CITED_ID.findall(" ".join(_CITATION.findall(line))))
+
+
+def _hot_first(lines: list[str], hot_ids: frozenset[str], raw: str) -> list[str]:
+    """`lines` with the hot facts first (module docstring); unchanged when already so."""
+    content = [line for line in lines if line.strip() and not _SUBHEADING.match(line)]
+    ranks = [0 if _cites_hot(line, hot_ids) else 1 for line in content]
+    if ranks == sorted(ranks):
+        return lines
+    if len(content) != len([line for line in lines if line.strip()]):
+        raise InvalidSummaryError(
+            "a line resting only on warm facts comes before a line citing a hot fact; "
+            "hot facts go first",
+            raw,
+        )
+    hot = [line for line, rank in zip(content, ranks, strict=True) if rank == 0]
+    return hot + [line for line, rank in zip(content, ranks, strict=True) if rank == 1]
 
 
 def _check_line(number: int, line: str, given_ids: frozenset[str], raw: str) -> None:

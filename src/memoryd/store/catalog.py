@@ -285,3 +285,18 @@ def _clean_aliases(aliases: Iterable[str], name: str) -> tuple[str, ...]:
         if label != name:
             cleaned.add(label)
     return tuple(sorted(cleaned))
+
+
+def entity_at(tx: FileTransaction, folder: str) -> Entity | None:
+    """The entity whose folder is `folder` (store-relative, as `Entity.folder` gives it), read
+    as `EntityCatalog.load` reads it, or None when `folder` is no entity's. One entity without
+    loading the whole catalogue (readers that know a path). Raise CorruptFileError as `load`."""
+    parts = folder.split("/")
+    archived = len(parts) > 2 and parts[1] == ARCHIVES
+    bucket = "/".join(parts[2 if archived else 1 : -1])
+    if parts[0] != LIFE or len(parts) < 3 or not _SLUG_SHAPE.match(parts[-1]):
+        return None
+    for kind in KINDS:
+        if LAYOUTS[kind].bucket == bucket:
+            return EntityCatalog(tx)._read_folder(folder, kind, parts[-1], archived)
+    return None

@@ -213,6 +213,21 @@ class FactFile:
         self._store(bumped)
         return bumped
 
+    def retract(self, fact_id: str, *, on: date, reason: str) -> Fact:
+        """Retract an active or superseded fact (`memoryd forget`): it is kept, with status
+        `retracted` and a `retraction` record (date and reason), and leaves summaries and the
+        extraction context. Raise StoreError for an unknown or already retracted id."""
+        fact = self._facts.get(fact_id)
+        if fact is None or fact.status == "retracted":
+            state = "unknown" if fact is None else "already retracted"
+            raise StoreError(f"{fact_id} is {state} in {self.entity.ref}")
+        retraction = {"on": on.isoformat(), "reason": one_line(reason)}
+        retracted = replace(
+            fact, status="retracted", extra={**fact.extra, "retraction": retraction}
+        )
+        self._store(retracted)
+        return retracted
+
     def save(self) -> bool:
         """Stage the file if anything changed since it was read; say whether it was staged."""
         if not self._changed:

@@ -22,7 +22,7 @@ from typing import Any, Final, Literal, TypeVar
 
 from memoryd.errors import CorruptFileError
 
-FactStatus = Literal["active", "superseded"]
+FactStatus = Literal["active", "superseded", "retracted"]  # retracted: `memoryd forget`
 
 _ID = re.compile(r"^(?P<slug>[a-z0-9]+(?:-[a-z0-9]+)*)-(?P<number>[0-9]{3,})$")
 _KEY_ORDER: Final = (
@@ -202,8 +202,8 @@ def _fact_from_json(item: object) -> Fact:
     if locator is not None and not isinstance(locator, str):
         raise TypeError("'source.locator' must be a string")
     status = _require(item, "status", str)
-    if status not in ("active", "superseded"):
-        raise ValueError("'status' must be 'active' or 'superseded'")
+    if status not in ("active", "superseded", "retracted"):
+        raise ValueError("'status' must be 'active', 'superseded' or 'retracted'")
     superseded_by = item.get("supersededBy")
     if superseded_by is not None and not isinstance(superseded_by, str):
         raise TypeError("'supersededBy' must be a string or null")
@@ -218,7 +218,7 @@ def _fact_from_json(item: object) -> Fact:
         fact=_require(item, "fact", str),
         category=_require(item, "category", str),
         timestamp=_date(item, "timestamp"),
-        status="active" if status == "active" else "superseded",
+        status=_STATUSES[status],
         superseded_by=superseded_by,
         related_entities=tuple(related),
         last_accessed=_date(item, "lastAccessed"),
@@ -235,6 +235,11 @@ def _fact_from_json(item: object) -> Fact:
     )
 
 
+_STATUSES: Final[dict[str, FactStatus]] = {
+    "active": "active",
+    "superseded": "superseded",
+    "retracted": "retracted",
+}
 _T = TypeVar("_T")
 
 

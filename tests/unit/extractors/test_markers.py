@@ -70,3 +70,14 @@ def test_routine_skill_without_a_routine_is_kept_as_tier_one() -> None:
     assert answer.tool_input["skills"] == [
         {"topic": "deploy", "tip": "use the script", "routine": False}
     ]
+
+
+def test_a_supersede_marker_names_the_fact_it_replaces() -> None:
+    text = (
+        "supersede: person Jane Doe: jane-doe-002: Lives in Porto\n"
+        "supersede: person Jane Doe: Lives in Porto\n"  # no fact id: not a supersede marker
+    )
+    answer = extract_markers([turn(text)], ZoneInfo("UTC"), None)
+    parsed = RecordMemories.model_validate(answer.tool_input)
+    assert [(f.fact, f.supersedes) for f in parsed.facts] == [("Lives in Porto", ["jane-doe-002"])]
+    assert answer.ignored == ["supersede: person Jane Doe: Lives in Porto"]

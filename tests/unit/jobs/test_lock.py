@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from memoryd.errors import EXIT_TEMPFAIL, LockHeldError
-from memoryd.jobs.lock import LOCK_NAME, read_holder, single_writer
+from memoryd.jobs.lock import LOCK_NAME, after_unlock, read_holder, single_writer
 
 HOLDER = """
 import sys
@@ -65,3 +65,19 @@ def test_a_second_block_in_the_same_process_is_refused_too(tmp_path: Path) -> No
         pass
     with single_writer(tmp_path):
         pass
+
+
+def test_work_after_a_commit_runs_once_the_lock_is_released(tmp_path: Path) -> None:
+    seen: list[str] = []
+
+    def probe() -> None:
+        # Another process could take the lock now: it is free.
+        with single_writer(tmp_path, wait_seconds=0):
+            seen.append("ran unlocked")
+
+    with single_writer(tmp_path):
+        after_unlock(probe)
+        assert seen == []
+    assert seen == ["ran unlocked"]
+    after_unlock(lambda: seen.append("no lock: at once"))
+    assert seen == ["ran unlocked", "no lock: at once"]

@@ -141,3 +141,21 @@ def test_a_line_citing_an_id_not_given_is_always_refused(given_ids: set[str], ot
     assert validate_summary(ok_line, allowed) == ok_line
     with pytest.raises(InvalidSummaryError, match="not one of the facts given"):
         validate_summary(f"{ok_line}\n- More things [{cited}]", allowed)
+
+
+def test_warm_lines_before_hot_ones_are_put_after_them_in_a_flat_summary() -> None:
+    given = frozenset({"j-001", "j-002", "j-003"})
+    hot = frozenset({"j-003"})
+    text = "- Lives in Lisbon [j-001]\n\n- Knows Bob [j-002]\n- Joined Acme [j-003, j-001]"
+    assert validate_summary(text, given, hot) == (
+        "- Joined Acme [j-003, j-001]\n- Lives in Lisbon [j-001]\n- Knows Bob [j-002]"
+    )
+    ordered = "- Joined Acme [j-003]\n\n- Lives in Lisbon [j-001]"
+    assert validate_summary(ordered, given, hot) == ordered  # already in order: untouched
+    assert validate_summary(text, given) == text  # no hot fact given: nothing to order
+
+
+def test_warm_before_hot_across_sections_is_refused() -> None:
+    text = "## Background\n\n- Lives in Lisbon [j-001]\n\n## Now\n\n- Joined Acme [j-003]"
+    with pytest.raises(InvalidSummaryError, match="hot facts go first"):
+        validate_summary(text, frozenset({"j-001", "j-003"}), frozenset({"j-003"}))

@@ -1,0 +1,154 @@
+"""The reading commands (DESIGN §10): `context`, `search`, `mcp`, and the corrections `forget`
+and `supersede`.
+
+Light at import (the parser adds these subcommands before anything heavy is loaded); each
+command imports what it runs. `context`, `search` and `mcp` never take the writer's lock nor
+write to the store; `forget` and `supersede` take the lock like any writing job. Exit codes:
+0 done, 2 for an unknown fact id, 75 when another memoryd holds the lock.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, TextIO
+
+if TYPE_CHECKING:
+    from memoryd.settings import LoadedConfig
+
+SEARCH_KINDS = ("fact", "summary", "note", "skill", "tacit")
+DEFAULT_AGENT = "cli"
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text} is not a positive number")
+    return value
+
+
+def add_reading_commands(subcommands: argparse._SubParsersAction[Any]) -> None:
+    """Add the reading and correcting subcommands to the parser."""
+    context = subcommands.add_parser("context", help="the start-of-run memory bundle for an agent")
+    context.add_argument("--agent", required=True, metavar="NAME", help="the agent's name")
+    context.add_argument("--routine", metavar="R", help="also the routine's skills file")
+    context.add_argument(
+        "--budget", type=_positive, default=4000, metavar="TOKENS", help="default: 4000"
+    )
+    search = subcommands.add_parser("search", help="full-text search of the store, decay-ranked")
+    search.add_argument("query", metavar="QUERY")
+    search.add_argument("--json", action="store_true", help="machine-readable output")
+    search.add_argument("--limit", type=_positive, default=10, metavar="N")
+    search.add_argument(
+        "--kind", action="append", choices=SEARCH_KINDS, help="only these kinds (repeatable)"
+    )
+    search.add_argument(
+        "--agent", default=DEFAULT_AGENT, metavar="NAME", help="who reads (counted as accesses)"
+    )
+    mcp = subcommands.add_parser("mcp", help="a stdio MCP server for agents")
+    mcp.add_argument(
+        "--agent", default="mcp", metavar="NAME", help="the agent reads are counted for"
+    )
+    forget = subcommands.add_parser("forget", help="retract a fact (it is never deleted)")
+    forget.add_argument("fact_id", metavar="FACT-ID")
+    forget.add_argument("--reason", metavar="TEXT", default="")
+    supersede = subcommands.add_parser("supersede", help="replace a fact by a new one")
+    supersede.add_argument("fact_id", metavar="FACT-ID")
+    supersede.add_argument("text", metavar="TEXT")
+
+
+def cmd_context(
+    args: argparse.Namespace, config: LoadedConfig, environ: Mapping[str, str], out: TextIO
+) -> int:
+    from memoryd.errors import EXIT_OK  # noqa: PLC0415 - see the module docstring
+    from memoryd.jobs.environment import Environment  # noqa: PLC0415
+    from memoryd.jobs.reading import agent_context  # noqa: PLC0415
+    from memoryd.logs import get_logger  # noqa: PLC0415
+
+    bundle = agent_context(
+        config.settings,
+        Environment.live(environ),
+        agent=args.agent,
+        routine=args.routine,
+        budget=args.budget,
+    )
+    out.write(bundle.text)
+    get_logger("memoryd.cli").info(
+        "context.served",
+        agent=args.agent,
+        tokens=bundle.tokens,
+        sections=len(bundle.included),
+        left_out=len(bundle.left_out),
+        facts=len(bundle.fact_ids),
+    )
+    return EXIT_OK
+
+
+def cmd_search(
+    args: argparse.Namespace, config: LoadedConfig, environ: Mapping[str, str], out: TextIO
+) -> int:
+    from memoryd.errors import EXIT_OK  # noqa: PLC0415
+    from memoryd.jobs.environment import Environment  # noqa: PLC0415
+    from memoryd.jobs.reading import search_store  # noqa: PLC0415
+    from memoryd.logs import get_logger  # noqa: PLC0415
+
+    hits = search_store(
+        config.settings,
+        Environment.live(environ),
+        args.query,
+        agent=args.agent,
+        limit=args.limit,
+        kinds=tuple(args.kind or ()),
+    )
+    if args.json:
+        out.write(json.dumps([hit.to_json() for hit in hits], indent=2, sort_keys=True) + "\n")
+    else:
+        for hit in hits:
+            status = f" ({hit.status})" if hit.status not in (None, "active") else ""
+            where = f"{hit.path}:{hit.line}"
+            label = hit.id if hit.kind == "fact" else hit.kind
+            out.write(f"{label}{status} [{hit.tier}] {hit.ref or '-'} {where}\n    {hit.text}\n")
+        if not hits:
+            out.write("no match\n")
+    get_logger("memoryd.cli").info("search.served", agent=args.agent, hits=len(hits))
+    return EXIT_OK
+
+
+def cmd_mcp(
+    args: argparse.Namespace, config: LoadedConfig, environ: Mapping[str, str], _out: TextIO
+) -> int:
+    from memoryd.cli.mcp_server import serve  # noqa: PLC0415
+    from memoryd.errors import EXIT_OK  # noqa: PLC0415
+
+    serve(config, environ, agent=args.agent)
+    return EXIT_OK
+
+
+def cmd_forget(
+    args: argparse.Namespace, config: LoadedConfig, environ: Mapping[str, str], out: TextIO
+) -> int:
+    from memoryd.jobs.correct import correct  # noqa: PLC0415
+
+    return correct(config, environ, out, fact_id=args.fact_id, reason=args.reason, text=None)
+
+
+def cmd_supersede(
+    args: argparse.Namespace, config: LoadedConfig, environ: Mapping[str, str], out: TextIO
+) -> int:
+    from memoryd.jobs.correct import correct  # noqa: PLC0415
+
+    return correct(config, environ, out, fact_id=args.fact_id, reason="", text=args.text)
+
+
+READING_COMMANDS: dict[
+    str, Callable[[argparse.Namespace, LoadedConfig, Mapping[str, str], TextIO], int]
+] = {
+    "context": cmd_context,
+    "search": cmd_search,
+    "mcp": cmd_mcp,
+    "forget": cmd_forget,
+    "supersede": cmd_supersede,
+}
+
+__all__ = ["READING_COMMANDS", "add_reading_commands"]

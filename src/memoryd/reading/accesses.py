@@ -1,0 +1,154 @@
+"""The read queue: facts agents read, waiting for the next heartbeat to count them.
+
+Readers (`search`, `context`, `mcp`, any number at once, beside the daemon) never take the
+writer's lock, so they cannot bump `accessCount` themselves. Each appends one JSON line per fact
+read — `{"fact": id, "agent": name, "day": "YYYY-MM-DD"}` — to `queue/reads.jsonl` in the state
+directory. The heartbeat claims the queue under the lock (renames it to `reads-claimed-*.jsonl`),
+applies the bumps in its commit (`memoryd.store.reads`, which also records the keys counted, so
+nothing is counted twice), and deletes the claimed files only after that commit.
+
+Why this may live outside the store (DESIGN §9, "the store is the truth"): the queue holds only
+reads that are not filed yet, like a transcript line not read yet. Losing it (a wiped state
+directory) loses some access bumps, never a memory, and never counts anything twice; everything
+that was counted is in the store.
+
+Permissions: agents usually run as other users, in memoryd's group (operator's guide 2.6). The
+`queue/` folder is made group-writable and setgid (`2770`) and its files group-writable (`0660`),
+whatever the umask, so that a group member can queue reads; nothing else in the state directory
+is writable by the group. A reader that still cannot queue (not in the group) logs
+`reads.not_recorded` and answers anyway: reads that are not counted cost only some decay.
+
+Concurrency: a reader opens the queue in append mode and holds a shared `flock` while writing;
+after writing it checks that the file it wrote is still the queue (the heartbeat may have
+renamed it meanwhile) and writes again to the new queue if not, so the line lands in a file the
+heartbeat will read. The heartbeat renames the queue, then takes the exclusive `flock` on the
+renamed file, which waits for writers already in it; the locks are held for one write.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+from typing import Final
+
+from memoryd.logs import get_logger
+
+log = get_logger(__name__)
+
+QUEUE_DIR: Final = "queue"
+QUEUE_NAME: Final = "reads.jsonl"
+CLAIMED_PREFIX: Final = "reads-claimed-"
+
+Read = tuple[str, str, date]  # (fact id, agent, day)
+
+
+def queue_folder(state_dir: Path) -> Path:
+    """The group-writable queue folder of the state directory (module docstring), made when
+    missing."""
+    folder = state_dir / QUEUE_DIR
+    if not folder.is_dir():
+        state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        folder.mkdir(exist_ok=True)
+        os.chmod(folder, 0o2770)  # noqa: S103 - the agents' group queues reads here on purpose
+    return folder
+
+
+def open_for_append(path: Path) -> int:
+    """A descriptor appending to `path`, created group-writable (module docstring)."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o660)
+    if os.fstat(fd).st_uid == os.geteuid():
+        os.fchmod(fd, 0o660)  # the umask may have taken the group's write bit
+    return fd
+
+
+def record_reads(state_dir: Path, fact_ids: Iterable[str], *, agent: str, day: date) -> int:
+    """Queue each fact id as read by `agent` on `day` (once each); return how many (0 when the
+    queue cannot be written: logged, never raised)."""
+    ids = list(dict.fromkeys(fact_ids))
+    if not ids:
+        return 0
+    try:
+        return _append_reads(state_dir, ids, agent=agent, day=day)
+    except OSError as error:
+        log.warning("reads.not_recorded", agent=agent, facts=len(ids), reason=str(error))
+        return 0
+
+
+def _append_reads(state_dir: Path, ids: list[str], *, agent: str, day: date) -> int:
+    payload = "".join(
+        json.dumps({"agent": agent, "day": day.isoformat(), "fact": fact_id}, sort_keys=True) + "\n"
+        for fact_id in ids
+    ).encode("utf-8")
+    queue = queue_folder(state_dir) / QUEUE_NAME
+    while True:
+        fd = open_for_append(queue)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH)
+            if _same_file(fd, queue):
+                os.write(fd, payload)
+                return len(ids)
+        finally:
+            os.close(fd)  # also releases the lock
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    """Whether `fd` is still the file at `path` (the heartbeat renames the queue to claim it)."""
+    try:
+        on_disk = path.stat()
+    except FileNotFoundError:
+        return False
+    opened = os.fstat(fd)
+    return (opened.st_dev, opened.st_ino) == (on_disk.st_dev, on_disk.st_ino)
+
+
+@dataclass(frozen=True)
+class Claimed:
+    """The reads taken from the queue for one heartbeat, and the files they came from."""
+
+    reads: tuple[Read, ...]
+    files: tuple[Path, ...]
+
+
+def claim_reads(state_dir: Path) -> Claimed:
+    """Take the queue (and any queue a killed heartbeat claimed before) for this heartbeat.
+    A line that does not parse is logged and skipped."""
+    folder = state_dir / QUEUE_DIR
+    queue = folder / QUEUE_NAME
+    if queue.exists():
+        claimed = folder / f"{CLAIMED_PREFIX}{uuid.uuid4().hex}.jsonl"
+        queue.rename(claimed)
+    files = tuple(sorted(folder.glob(f"{CLAIMED_PREFIX}*.jsonl")))
+    reads: list[Read] = []
+    for path in files:
+        reads.extend(_read_claimed(path))
+    return Claimed(tuple(dict.fromkeys(reads)), files)
+
+
+def _read_claimed(path: Path) -> list[Read]:
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # waits for a writer still in the renamed file
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            data = handle.read()
+    finally:
+        os.close(fd)
+    reads: list[Read] = []
+    for number, line in enumerate(data.decode("utf-8", "replace").splitlines(), start=1):
+        try:
+            item = json.loads(line)
+            reads.append((str(item["fact"]), str(item["agent"]), date.fromisoformat(item["day"])))
+        except (ValueError, TypeError, KeyError):
+            log.warning("reads.line_skipped", path=str(path), line=number)
+    return reads
+
+
+def release_reads(claimed: Claimed) -> None:
+    """Forget the claimed files: their reads are counted in a commit."""
+    for path in claimed.files:
+        path.unlink(missing_ok=True)

@@ -1,0 +1,355 @@
+"""`memoryd search`: a full-text index of the store (SQLite FTS5, BM25) ranked with recency decay.
+
+What is indexed, one entry each, with the store-relative path and the 1-based line it is on:
+
+- every fact of every `items.json` (`fact`), found by its text and its entity's names: id,
+  entity ref, status (active, superseded or retracted facts are all found; the status is
+  shown), `lastAccessed` and `accessCount`;
+- every content line of each `summary.md` (`summary`), daily note (`note`), skills file of
+  any agent (`skill`: topic files, skills indexes, routine files) and of the tacit file
+  (`tacit`); headings and blank lines are not entries.
+
+Ranking: SQLite's BM25 (`bm25()`, smaller is better) times a recency weight: an active fact
+weighs by its tier today (hot 1.0, warm 0.85, cold 0.7, DESIGN §1.4), a note by the tier its
+date would have (the days since it, no accesses), a summary, skill or tacit line as warm, and a
+superseded or retracted fact 0.5. So at equal match hot beats warm beats cold, and a current
+fact beats the one it replaced. Ties go by kind, then id, so the order is stable.
+
+The index is a cache in its own database file beside the state database (`search.sqlite`), never
+the truth: deleting it only costs a rebuild. It is brought up to date incrementally — per file,
+by size, modification time and inode, only the files that changed are read again, so a commit's few
+changed files cost a few parses — by the heartbeat after each commit and by every search before
+it queries (so it is current even when the store was edited by hand). Several readers may
+refresh at once; SQLite serializes them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import sqlite3
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+from typing import Final
+
+from memoryd.errors import CorruptFileError
+from memoryd.logs import get_logger
+from memoryd.reading._entries import NOTE_NAME, Entry, parse_file, stamp, walk
+from memoryd.reading.files import ReadOnlyStore
+from memoryd.rewrite.tiers import Tier, TierRule, classify
+from memoryd.store.catalog import entity_at
+from memoryd.store.entities import ARCHIVES, ITEMS_FILE, LIFE, SUMMARY_FILE, Entity
+from memoryd.store.notes import NOTES_DIR
+
+log = get_logger(__name__)
+
+INDEX_FILE_NAME: Final = "search.sqlite"
+SCHEMA_VERSION: Final = "3"
+KINDS: Final = ("fact", "summary", "note", "skill", "tacit")
+WEIGHTS: Final[dict[str, float]] = {"hot": 1.0, "warm": 0.85, "cold": 0.7, "inactive": 0.5}
+_BUSY_TIMEOUT_MS: Final = 5000
+_CANDIDATES: Final = 200  # BM25's best this many are re-ranked with recency
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+_SCHEMA: Final = """
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS files(path TEXT PRIMARY KEY, mtime_ns INTEGER NOT NULL,
+                                 size INTEGER NOT NULL, inode INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS entries(
+    rowid INTEGER PRIMARY KEY, path TEXT NOT NULL, kind TEXT NOT NULL, id TEXT NOT NULL,
+    ref TEXT, line INTEGER NOT NULL, status TEXT, last_used TEXT, uses INTEGER NOT NULL,
+    text TEXT NOT NULL, terms TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS entries_path ON entries(path);
+CREATE INDEX IF NOT EXISTS entries_heat ON entries(kind, status, path, last_used, uses);
+CREATE VIRTUAL TABLE IF NOT EXISTS docs USING fts5(
+    terms, content='entries', content_rowid='rowid', tokenize='unicode61 remove_diacritics 2');
+"""
+
+
+@dataclass(frozen=True)
+class Hit:
+    kind: str
+    id: str
+    ref: str | None
+    path: str
+    line: int
+    text: str
+    status: str | None
+    tier: str  # hot, warm, cold, or inactive (superseded or retracted)
+    score: float
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "kind": self.kind,
+            "id": self.id,
+            "ref": self.ref,
+            "path": self.path,
+            "line": self.line,
+            "text": self.text,
+            "status": self.status,
+            "tier": self.tier,
+            "score": round(self.score, 6),
+        }
+
+
+@dataclass(frozen=True)
+class RefreshStats:
+    files_read: int
+    files_dropped: int
+
+
+class SearchIndex:
+    """The search index of one store, in `<state dir>/search.sqlite`."""
+
+    def __init__(self, connection: sqlite3.Connection, store: ReadOnlyStore) -> None:
+        self._db = connection
+        self._store = store
+
+    @classmethod
+    @contextlib.contextmanager
+    def open(cls, state_dir: Path, store_root: Path) -> Iterator[SearchIndex]:
+        """Open (creating, or rebuilding when it is unreadable) the index of `store_root`."""
+        state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        path = state_dir / INDEX_FILE_NAME
+        connection = _connect(path)
+        try:
+            yield cls(connection, ReadOnlyStore(store_root))
+        finally:
+            connection.close()
+
+    # -- keeping it current ----------------------------------------------------------------
+
+    def refresh(self, *, tacit_file: str, skills_dir: str) -> RefreshStats:
+        """Read again every indexed file whose size or modification time changed, add new ones,
+        drop gone ones. One transaction: a concurrent search sees the old or the new state."""
+        on_disk = self._scan(tacit_file, skills_dir)
+        with self._transaction():
+            known = {
+                path: (mtime, size, inode)
+                for path, mtime, size, inode in self._db.execute(
+                    "SELECT path, mtime_ns, size, inode FROM files"
+                )
+            }
+            gone = sorted(set(known) - set(on_disk))
+            changed = sorted(path for path, stamp in on_disk.items() if known.get(path) != stamp)
+            for path in gone:
+                self._drop(path)
+                self._db.execute("DELETE FROM files WHERE path = ?", (path,))
+            refs = self._refs([path for path in changed if path.startswith(f"{LIFE}/")])
+            for path in changed:
+                self._drop(path)
+                for entry in self._entries(path, refs, tacit_file):
+                    self._insert(entry)
+                self._db.execute(
+                    "INSERT OR REPLACE INTO files(path, mtime_ns, size, inode) VALUES (?, ?, ?, ?)",
+                    (path, *on_disk[path]),
+                )
+        if changed or gone:
+            log.info("search.refreshed", files_read=len(changed), files_dropped=len(gone))
+        return RefreshStats(len(changed), len(gone))
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[None]:
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+    def _scan(self, tacit_file: str, skills_dir: str) -> dict[str, tuple[int, int, int]]:
+        """Every indexable file of the store with its (mtime_ns, size, inode): a store write
+        is an atomic rename, so a rewritten file has a new inode even within one clock tick.
+        One `scandir` pass and one `lstat` per indexed file; symbolic links are not followed."""
+        root = str(self._store.root)
+        found: dict[str, tuple[int, int, int]] = {}
+        entity_files = (ITEMS_FILE, SUMMARY_FILE)
+        for relative, entry in walk(root, LIFE):
+            if entry.name in entity_files:
+                found[relative] = stamp(entry)
+        for relative, entry in walk(root, NOTES_DIR, recursive=False):
+            if NOTE_NAME.match(entry.name):
+                found[relative] = stamp(entry)
+        for relative, entry in walk(root, skills_dir):
+            if entry.name.endswith(".md") and entry.name != "README.md":
+                found[relative] = stamp(entry)
+        try:
+            stat = os.lstat(os.path.join(root, tacit_file))
+        except OSError:
+            pass
+        else:
+            found[tacit_file] = (stat.st_mtime_ns, stat.st_size, stat.st_ino)
+        return found
+
+    def _refs(self, paths: Sequence[str]) -> dict[str, tuple[str, str]]:
+        """Store path of each entity file among `paths` -> its entity's ref and names (one
+        `entity.json` read per entity, not the whole catalogue)."""
+        refs: dict[str, tuple[str, str]] = {}
+        entities: dict[str, Entity | None] = {}
+        for path in paths:
+            folder = path.rsplit("/", 1)[0]
+            if folder not in entities:
+                try:
+                    entities[folder] = entity_at(self._store, folder)
+                except CorruptFileError as error:
+                    log.warning("search.entity_unreadable", folder=folder, reason=error.reason)
+                    entities[folder] = None
+            entity = entities[folder]
+            if entity is not None:
+                refs[path] = (entity.ref, " ".join(entity.names))
+        return refs
+
+    def _entries(self, path: str, refs: dict[str, tuple[str, str]], tacit_file: str) -> list[Entry]:
+        try:
+            text = self._store.read_text(path)
+        except CorruptFileError as error:
+            log.warning("search.file_skipped", path=path, reason=error.reason)
+            return []
+        return [] if text is None else parse_file(path, text, refs, tacit_file, self._store.root)
+
+    def _drop(self, path: str) -> None:
+        rows = self._db.execute("SELECT rowid, terms FROM entries WHERE path = ?", (path,))
+        for rowid, terms in rows.fetchall():
+            self._db.execute(
+                "INSERT INTO docs(docs, rowid, terms) VALUES ('delete', ?, ?)", (rowid, terms)
+            )
+        self._db.execute("DELETE FROM entries WHERE path = ?", (path,))
+
+    def _insert(self, entry: Entry) -> None:
+        terms = f"{entry.text} {entry.about}".strip()
+        cursor = self._db.execute(
+            "INSERT INTO entries(path, kind, id, ref, line, status, last_used, uses, text, terms) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                entry.path,
+                entry.kind,
+                entry.id,
+                entry.ref,
+                entry.line,
+                entry.status,
+                entry.last_used.isoformat() if entry.last_used else None,
+                entry.uses,
+                entry.text,
+                terms,
+            ),
+        )
+        self._db.execute("INSERT INTO docs(rowid, terms) VALUES (?, ?)", (cursor.lastrowid, terms))
+
+    # -- querying --------------------------------------------------------------------------
+
+    def hottest_entities(self, *, today: date, rule: TierRule, limit: int) -> list[str]:
+        """The folders of the active (not archived) entities with hot or warm facts: most hot
+        facts first, then most warm ones, then by folder (what `context` loads). One pass over
+        a covering index of the active facts; the tier limits are computed once per access
+        count (`TierRule.limits`, DESIGN §1.4)."""
+        counts: dict[str, list[int]] = {}
+        limits: dict[int, tuple[int, int]] = {}
+        rows = self._db.execute(
+            "SELECT path, last_used, uses FROM entries WHERE kind = 'fact' AND status = 'active'"
+        )
+        archived = f"{LIFE}/{ARCHIVES}/"
+        for path, last_used, uses in rows:
+            if last_used is None or path.startswith(archived):
+                continue
+            hot_limit, warm_limit = limits.get(uses) or limits.setdefault(uses, rule.limits(uses))
+            age = (today - date.fromisoformat(last_used)).days
+            if age <= warm_limit:
+                tally = counts.setdefault(path, [0, 0])
+                tally[0 if age <= hot_limit else 1] += 1
+        ranked = sorted(counts.items(), key=lambda item: (-item[1][0], -item[1][1], item[0]))
+        return [path.rsplit("/", 1)[0] for path, _ in ranked[:limit]]
+
+    def search(
+        self,
+        query: str,
+        *,
+        today: date,
+        rule: TierRule,
+        limit: int = 10,
+        kinds: Sequence[str] = (),
+    ) -> list[Hit]:
+        """The best `limit` entries for `query` (module docstring), best first. Every word of
+        the query must match; when nothing does, any word may."""
+        words = [word for word in _WORD.findall(query) if word]
+        if not words:
+            return []
+        hits = self._query(" ".join(f'"{w}"' for w in words), today, rule, kinds)
+        if not hits and len(words) > 1:
+            hits = self._query(" OR ".join(f'"{w}"' for w in words), today, rule, kinds)
+        hits.sort(key=lambda hit: (-hit.score, KINDS.index(hit.kind), hit.id))
+        return hits[:limit]
+
+    def _query(self, match: str, today: date, rule: TierRule, kinds: Sequence[str]) -> list[Hit]:
+        sql = (
+            "SELECT e.kind, e.id, e.ref, e.path, e.line, e.text, e.status, e.last_used, e.uses, "
+            "bm25(docs) FROM docs JOIN entries e ON e.rowid = docs.rowid WHERE docs MATCH ?"
+        )
+        parameters: list[object] = [match]
+        if kinds:
+            sql += f" AND e.kind IN ({', '.join('?' for _ in kinds)})"
+            parameters += list(kinds)
+        sql += " ORDER BY bm25(docs) LIMIT ?"
+        parameters.append(_CANDIDATES)
+        hits = []
+        for kind, id_, ref, path, line, text, status, last_used, uses, bm25 in self._db.execute(
+            sql, parameters
+        ):
+            tier = _tier(kind, status, last_used, uses, today=today, rule=rule)
+            hits.append(Hit(kind, id_, ref, path, line, text, status, tier, -bm25 * WEIGHTS[tier]))
+        return hits
+
+
+def _tier(
+    kind: str, status: str | None, last_used: str | None, uses: int, *, today: date, rule: TierRule
+) -> str:
+    if kind == "fact" and status != "active":
+        return "inactive"
+    if last_used is None:
+        return "warm"
+    tier: Tier = classify(date.fromisoformat(last_used), uses, today, rule)[0]
+    return tier
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    """The index database, set up; a file that is not a usable index is started afresh."""
+    for attempt in range(2):
+        connection = sqlite3.connect(path, timeout=_BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+        try:
+            connection.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
+            connection.execute("PRAGMA journal_mode = WAL")
+            _check_version(connection)
+            connection.executescript(_SCHEMA)
+            connection.execute(
+                "INSERT OR IGNORE INTO meta(key, value) VALUES ('version', ?)", (SCHEMA_VERSION,)
+            )
+        except sqlite3.DatabaseError as error:
+            connection.close()
+            if attempt:
+                raise
+            log.warning("search.index_rebuilt", path=str(path), reason=str(error))
+            for suffix in ("", "-wal", "-shm"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(f"{path}{suffix}")
+            continue
+        return connection
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _check_version(connection: sqlite3.Connection) -> None:
+    version = _version(connection)
+    if version not in (None, SCHEMA_VERSION):
+        raise sqlite3.DatabaseError(f"index version {version}")
+
+
+def _version(connection: sqlite3.Connection) -> str | None:
+    exists = connection.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"
+    ).fetchone()
+    if exists is None:
+        return None
+    row = connection.execute("SELECT value FROM meta WHERE key = 'version'").fetchone()
+    return None if row is None else str(row[0])

@@ -1,0 +1,113 @@
+"""`memoryd mcp` with a real MCP client session over stdio: initialize, list the tools, call them.
+
+The server is a real `memoryd mcp` process over the store a real heartbeat filed; the client is
+the official SDK's. `remember` only queues: the next heartbeat (a real process) files it.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.types import TextContent
+from tests.integration.test_cli import write_config
+from tests.integration.test_reading import (
+    JANE,
+    child_environment,
+    git,
+    memoryd,
+    write_transcript,
+)
+
+from memoryd.errors import EXIT_OK
+
+pytestmark = pytest.mark.slow
+
+
+def _text(result: Any) -> str:
+    assert not result.is_error, result
+    blocks = [block.text for block in result.content if isinstance(block, TextContent)]
+    return "".join(blocks)
+
+
+async def _session(folder: Path) -> dict[str, Any]:
+    server = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "memoryd", "--log-format", "json", "mcp", "--agent", "ops"],
+        env=child_environment(folder),
+        cwd=str(folder),
+    )
+    seen: dict[str, Any] = {}
+    with (folder / "mcp-stderr.log").open("w", encoding="utf-8") as errors:
+        async with (
+            stdio_client(server, errlog=errors) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            initialized = await session.initialize()
+            seen["server"] = initialized.server_info.name
+            tools = await session.list_tools()
+            seen["tools"] = sorted(tool.name for tool in tools.tools)
+            seen["search"] = json.loads(
+                _text(await session.call_tool("search", {"query": "Lisbon"}))
+            )
+            seen["entity"] = json.loads(
+                _text(await session.call_tool("get_entity", {"ref": "people/jane-doe"}))
+            )
+            seen["missing"] = json.loads(
+                _text(await session.call_tool("get_entity", {"ref": "nobody"}))
+            )
+            seen["context"] = _text(await session.call_tool("context", {}))
+            seen["remember"] = json.loads(
+                _text(
+                    await session.call_tool(
+                        "remember",
+                        {"text": "Moved to Porto", "entity": "Jane Doe", "kind": "person"},
+                    )
+                )
+            )
+            seen["bad"] = json.loads(
+                _text(await session.call_tool("remember", {"text": "   ", "entity": None}))
+            )
+    return seen
+
+
+def test_an_mcp_client_searches_reads_and_remembers(tmp_path: Path) -> None:
+    write_config(tmp_path)
+    write_transcript(tmp_path)
+    assert memoryd(tmp_path, "init").returncode == EXIT_OK
+    assert memoryd(tmp_path, "heartbeat").returncode == EXIT_OK
+    head = git(tmp_path, "rev-parse", "HEAD")
+
+    seen = anyio.run(_session, tmp_path)
+
+    assert seen["server"] == "memoryd"
+    assert seen["tools"] == ["context", "get_entity", "remember", "search"]
+    assert seen["search"][0]["id"] == "jane-doe-002"
+    assert seen["search"][0]["path"] == f"{JANE}/items.json"
+    assert seen["entity"]["ref"] == "people/jane-doe"
+    assert [fact["id"] for fact in seen["entity"]["facts"]] == ["jane-doe-001", "jane-doe-002"]
+    assert seen["entity"]["summary"].startswith("# Jane Doe")
+    assert "no entity 'nobody'" in seen["missing"]["error"]
+    assert seen["context"].startswith("# Memory for ops, ")
+    assert seen["remember"] == {"queued": True, "filed_by": "the next heartbeat"}
+    assert seen["bad"]["queued"] is False
+    # Read-only: the MCP process committed and wrote nothing in the store.
+    assert git(tmp_path, "rev-parse", "HEAD") == head
+    assert git(tmp_path, "status", "--porcelain") == ""
+    stderr = (tmp_path / "mcp-stderr.log").read_text(encoding="utf-8")
+    events = [json.loads(line)["event"] for line in stderr.splitlines() if line.startswith("{")]
+    assert "mcp.started" in events and "mcp.remembered" in events
+
+    result = memoryd(tmp_path, "heartbeat")
+    assert result.returncode == EXIT_OK, result.stderr
+    facts = json.loads((tmp_path / "store" / JANE / "items.json").read_text(encoding="utf-8"))
+    assert [fact["fact"] for fact in facts][-1] == "Moved to Porto"
+    assert facts[1]["accessCount"] == 1  # read through search (and get_entity), counted once
+    summary = (tmp_path / "store" / JANE / "summary.md").read_text(encoding="utf-8")
+    assert "Moved to Porto" in summary

@@ -1,0 +1,193 @@
+"""Reading the memory as an operator and an agent do: real `memoryd` processes for heartbeat,
+`context`, `search`, `forget` and `supersede` over a real store, state and search index."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from tests.integration.test_cli import write_config
+
+from memoryd.errors import EXIT_OK, EXIT_USAGE
+
+pytestmark = pytest.mark.slow
+
+JANE = "life/areas/people/jane-doe"
+
+
+def memoryd(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    environ = child_environment(folder)
+    return subprocess.run(
+        [sys.executable, "-m", "memoryd", "--log-format", "json", *args],
+        cwd=folder,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def child_environment(home: Path) -> dict[str, str]:
+    """A small environment for a memoryd child; coverage's settings pass through, so that the
+    child is measured like the tests' own process."""
+    environ = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(home),
+        "PYTHONPATH": os.pathsep.join(sys.path),
+    }
+    environ.update({k: v for k, v in os.environ.items() if k.startswith("COVERAGE_")})
+    return environ
+
+
+def git(folder: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(folder / "store"), *args], capture_output=True, text=True, check=True
+    ).stdout
+
+
+def today_at(hour: int) -> str:
+    # The commands read the wall clock, so the transcript is dated today (UTC, the default zone).
+    return datetime.now(UTC).replace(hour=hour, minute=0, second=0).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def write_transcript(folder: Path) -> None:
+    lines = [
+        ("user", "remember: person Jane Doe: Joined Acme as CTO"),
+        ("user", "remember: person Jane Doe: Lives in Lisbon"),
+        ("assistant", "note: Met Jane about the launch\ntacit: Prefers terse answers"),
+        ("assistant", "skill: deploy: run make deploy-staging first"),
+    ]
+    with (folder / "logs" / "a.jsonl").open("w", encoding="utf-8") as handle:
+        for role, text in lines:
+            row = {"role": role, "content": text, "timestamp": today_at(0)}
+            handle.write(json.dumps(row) + "\n")
+
+
+@pytest.fixture
+def filed(tmp_path: Path) -> Path:
+    """A store after `init` and one heartbeat over a small transcript (markers provider)."""
+    write_config(tmp_path)
+    write_transcript(tmp_path)
+    assert memoryd(tmp_path, "init").returncode == EXIT_OK
+    result = memoryd(tmp_path, "heartbeat")
+    assert result.returncode == EXIT_OK, result.stderr
+    return tmp_path
+
+
+def test_context_is_the_agents_bundle_stable_and_read_only(filed: Path) -> None:
+    head = git(filed, "rev-parse", "HEAD")
+    first = memoryd(filed, "context", "--agent", "ops")
+    assert first.returncode == EXIT_OK, first.stderr
+    text = first.stdout
+    assert text.startswith("# Memory for ops, ")
+    sections = [line for line in text.splitlines() if line.startswith("## ")]
+    assert sections[0] == "## How the user works (MEMORY.md)"
+    assert sections[1] == "## Skills of ops (agents/ops/skills-index.md)"
+    assert sections[2] == f"## Jane Doe (people/jane-doe) ({JANE}/summary.md)"
+    assert sections[3].startswith("## Today, ")
+    assert "- Prefers terse answers" in text
+    assert "[deploy](deploy.md): run make deploy-staging first" in text
+    assert "- Joined Acme as CTO [jane-doe-001]" in text
+    assert "Met Jane about the launch" in text
+    assert memoryd(filed, "context", "--agent", "ops").stdout == text  # stable
+    assert git(filed, "rev-parse", "HEAD") == head  # nothing committed
+    assert git(filed, "status", "--porcelain") == ""  # nothing written to the store
+    queued = (filed / "state" / "queue" / "reads.jsonl").read_text(encoding="utf-8").splitlines()
+    assert {json.loads(line)["fact"] for line in queued} == {"jane-doe-001", "jane-doe-002"}
+
+    small = memoryd(filed, "context", "--agent", "ops", "--budget", "120").stdout
+    assert small.startswith("# Memory for ops, ") and "Prefers terse answers" in small
+    assert "Left out to fit the budget:" in small
+    assert len(small) < len(text)
+
+
+def test_search_finds_facts_and_lines_with_id_ref_path_and_line(filed: Path) -> None:
+    result = memoryd(filed, "search", "Lisbon", "--json", "--agent", "ops")
+    assert result.returncode == EXIT_OK, result.stderr
+    hits = json.loads(result.stdout)
+    assert hits[0]["kind"] == "fact" and hits[0]["id"] == "jane-doe-002"
+    assert hits[0]["ref"] == "people/jane-doe" and hits[0]["tier"] == "hot"
+    items = (filed / "store" / JANE / "items.json").read_text(encoding="utf-8").splitlines()
+    assert hits[0]["path"] == f"{JANE}/items.json"
+    assert '"id": "jane-doe-002"' in items[hits[0]["line"] - 1]
+    summary_hits = [hit for hit in hits if hit["kind"] == "summary"]
+    assert summary_hits and summary_hits[0]["path"] == f"{JANE}/summary.md"
+
+    by_name = json.loads(memoryd(filed, "search", "jane", "--json", "--kind", "fact").stdout)
+    assert {hit["id"] for hit in by_name} == {"jane-doe-001", "jane-doe-002"}
+    notes = json.loads(memoryd(filed, "search", "launch", "--json", "--kind", "note").stdout)
+    assert [hit["kind"] for hit in notes] == ["note"]
+    plain = memoryd(filed, "search", "deploy staging").stdout
+    assert "agents/ops/deploy.md:" in plain
+    assert memoryd(filed, "search", "nothing-like-this").stdout == "no match\n"
+
+
+def test_supersede_and_forget_keep_the_fact_and_commit_once_each(filed: Path) -> None:
+    commits = len(git(filed, "log", "--format=%s").splitlines())
+    result = memoryd(filed, "supersede", "jane-doe-002", "Lives in Porto")
+    assert result.returncode == EXIT_OK, result.stderr
+    assert "jane-doe-002 superseded by jane-doe-003" in result.stdout
+    facts = json.loads((filed / "store" / JANE / "items.json").read_text(encoding="utf-8"))
+    old, new = facts[1], facts[2]
+    assert (old["status"], old["supersededBy"]) == ("superseded", "jane-doe-003")
+    assert (new["fact"], new["status"], new["category"]) == ("Lives in Porto", "active", "context")
+    assert (
+        git(filed, "log", "-1", "--format=%s").strip() == "supersede: jane-doe-002 by jane-doe-003"
+    )
+    summary = (filed / "store" / JANE / "summary.md").read_text(encoding="utf-8")
+    assert "Lives in Porto [jane-doe-003]" in summary and "Lisbon" not in summary
+    events = [json.loads(line)["event"] for line in result.stderr.splitlines()]
+    assert "fact.superseded" in events
+
+    lisbon = json.loads(memoryd(filed, "search", "Lisbon", "--json", "--kind", "fact").stdout)
+    assert [(h["id"], h["status"], h["tier"]) for h in lisbon] == [
+        ("jane-doe-002", "superseded", "inactive")
+    ]
+
+    forgot = memoryd(filed, "forget", "jane-doe-001", "--reason", "never true")
+    assert forgot.returncode == EXIT_OK, forgot.stderr
+    facts = json.loads((filed / "store" / JANE / "items.json").read_text(encoding="utf-8"))
+    assert facts[0]["status"] == "retracted"
+    assert facts[0]["retraction"]["reason"] == "never true"
+    assert git(filed, "log", "-1", "--format=%s").strip() == "forget: retract jane-doe-001"
+    assert "jane-doe-001" not in (filed / "store" / JANE / "summary.md").read_text("utf-8")
+    assert len(git(filed, "log", "--format=%s").splitlines()) == commits + 2
+    assert git(filed, "status", "--porcelain") == ""
+
+    unknown = memoryd(filed, "forget", "nobody-001")
+    assert unknown.returncode == EXIT_USAGE and "no fact nobody-001" in unknown.stdout
+    again = memoryd(filed, "forget", "jane-doe-001")
+    assert again.returncode == EXIT_USAGE and "already retracted" in again.stdout
+    # A retracted or superseded fact is still found, marked.
+    found = json.loads(memoryd(filed, "search", "Acme CTO", "--json", "--kind", "fact").stdout)
+    assert found[0]["status"] == "retracted"
+
+
+def test_reads_become_access_bumps_in_the_next_heartbeat(filed: Path) -> None:
+    memoryd(filed, "search", "Lisbon", "--agent", "ops")
+    memoryd(filed, "search", "Lisbon", "--agent", "ops")  # same agent, same day: counted once
+    memoryd(filed, "search", "Lisbon", "--agent", "reviewer")
+    result = memoryd(filed, "heartbeat")
+    assert result.returncode == EXIT_OK, result.stderr
+    assert git(filed, "log", "-1", "--format=%s").strip().endswith("2 accesses")
+    facts = json.loads((filed / "store" / JANE / "items.json").read_text(encoding="utf-8"))
+    assert facts[1]["accessCount"] == 2
+    assert not (filed / "state" / "queue" / "reads.jsonl").exists()
+    assert not list((filed / "state" / "queue").glob("reads-claimed-*"))
+    again = memoryd(filed, "heartbeat")
+    assert "commit none" in again.stdout  # nothing queued: nothing to count
+
+
+def test_init_runs_the_index_init_commands_once(tmp_path: Path) -> None:
+    write_config(tmp_path, "[index]\ninit_commands = [\"sh -c 'echo added >> collection'\"]\n")
+    first = memoryd(tmp_path, "init")
+    assert first.returncode == EXIT_OK, first.stderr
+    assert "index.init_commands: 1 of 1 succeeded" in first.stdout
+    assert memoryd(tmp_path, "init").returncode == EXIT_OK
+    assert (tmp_path / "store" / "collection").read_text(encoding="utf-8") == "added\n"

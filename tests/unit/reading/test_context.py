@@ -1,0 +1,92 @@
+"""The context bundle: priority order, fitting to the budget, stable output, cited facts."""
+
+from __future__ import annotations
+
+from datetime import date
+from pathlib import Path
+
+import pytest
+from tests.unit.rewrite.support import Planted, plant
+
+from memoryd.errors import StoreError
+from memoryd.reading.context import CUT_LINE, Section, build_bundle, fit
+from memoryd.reading.files import ReadOnlyStore
+from memoryd.rewrite.tiers import TierRule
+from memoryd.store.layout import init_store
+
+TODAY = date(2026, 3, 10)
+
+
+def test_sections_are_taken_by_priority_then_cut_then_left_out() -> None:
+    jane = "\n".join(f"- fact {n} [jane-{n:03d}]" for n in range(1, 80))
+    sections = [
+        Section("Tacit", "MEMORY.md", "- short\n", "tacit"),
+        Section("Jane", "jane/summary.md", jane, "entity"),
+        Section("Note", "memory/x.md", "- a note [not-001]\n", "note"),
+    ]
+    bundle = fit(sections, agent="ops", today=TODAY, budget=250)
+    assert bundle.included == ["MEMORY.md", "jane/summary.md"]
+    assert bundle.cut == ["jane/summary.md"] and bundle.left_out == ["memory/x.md"]
+    assert CUT_LINE in bundle.text
+    assert bundle.text.endswith("Left out to fit the budget: memory/x.md\n")
+    assert bundle.fact_ids[0] == "jane-001" and "not-001" not in bundle.fact_ids
+    assert bundle.tokens <= 250 + 20
+    whole = fit(sections, agent="ops", today=TODAY, budget=100_000)
+    assert whole.left_out == [] and whole.cut == [] and len(whole.fact_ids) == 79
+    tiny = fit(sections, agent="ops", today=TODAY, budget=10)
+    assert tiny.included == [] and tiny.left_out == ["MEMORY.md", "jane/summary.md", "memory/x.md"]
+
+
+def test_the_bundle_holds_routine_skills_and_the_hottest_entities_first(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    init_store(store, "MEMORY.md", "agents", "memoryd", "memoryd@localhost")
+    plant(
+        store,
+        [
+            Planted("Cold Carl", "Old news", age=200),
+            Planted("Warm Wendy", "Likes tea", age=15),
+            Planted("Hot Harry", "Started today", age=0),
+            Planted("Hot Harry", "Ships on Friday", age=1),
+        ],
+        today=TODAY,
+    )
+    routine = store / "agents" / "ops" / "routines" / "triage-skills.md"
+    routine.parent.mkdir(parents=True)
+    routine.write_text("# Routine skills: triage\n\n## Dashboards\n\n- check them first\n")
+    bundle = build_bundle(
+        ReadOnlyStore(store),
+        agent="ops",
+        routine="triage",
+        today=TODAY,
+        rule=TierRule(),
+        tacit_file="MEMORY.md",
+        skills_dir="agents",
+    )
+    headings = [line for line in bundle.text.splitlines() if line.startswith("## ")]
+    assert headings[0] == "## How the user works (MEMORY.md)"
+    assert headings[1] == "## Routine triage (agents/ops/routines/triage-skills.md)"
+    assert headings[2].startswith("## Hot Harry (people/hot-harry)")
+    assert headings[3].startswith("## Warm Wendy (people/warm-wendy)")
+    assert "Cold Carl" not in bundle.text
+    assert "### Dashboards" in bundle.text  # the file's own headings nest under the section
+    # Planted entities have no summary.md yet: the template stands in.
+    assert "- Started today [hot-harry-001]" in bundle.text
+    assert bundle.fact_ids == ["hot-harry-001", "hot-harry-002", "warm-wendy-001"]
+
+
+def test_the_read_only_store_reads_inside_the_store_only(tmp_path: Path) -> None:
+    (tmp_path / "store").mkdir()
+    (tmp_path / "secret.txt").write_text("outside")
+    (tmp_path / "store" / "a.md").write_text("inside")
+    store = ReadOnlyStore(tmp_path / "store")
+    assert store.read_text("a.md") == "inside"
+    assert store.read_text("../secret.txt") is None
+    assert not store.exists("../secret.txt") and store.list_dir("..") == []
+    assert store.list_dir(".") == ["a.md"]
+    with pytest.raises(StoreError, match="readers do not write"):
+        store.write_text("a.md", "x")
+    with pytest.raises(StoreError, match="readers do not write"):
+        store.move_dir("a", "b")
+    with pytest.raises(StoreError, match="readers do not write"):
+        store.remove("a.md")
+    assert (tmp_path / "store" / "a.md").read_text() == "inside"

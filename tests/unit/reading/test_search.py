@@ -1,0 +1,86 @@
+"""The search index on its own: what each file gives, the kinds filter, any-word fallback."""
+
+from __future__ import annotations
+
+from datetime import date
+from pathlib import Path
+
+from tests.unit.rewrite.support import Planted, plant
+
+from memoryd.reading.files import ReadOnlyStore
+from memoryd.reading.search import SearchIndex
+from memoryd.rewrite.tiers import TierRule
+from memoryd.store.catalog import entity_at
+from memoryd.store.layout import init_store
+
+TODAY = date(2026, 3, 10)
+
+
+def test_every_kind_of_file_is_found_and_filtered(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    init_store(store, "MEMORY.md", "agents", "memoryd", "memoryd@localhost")
+    plant(store, [Planted("Jane Doe", "Plays chess on Sundays", age=1)], today=TODAY)
+    (store / "MEMORY.md").write_text("# Tacit\n\n- Plays music while working\n")
+    (store / "memory" / "2026-03-09.md").write_text("# Monday\n\n- 10:00 · ops · chess club\n")
+    (store / "memory" / "notes.md").write_text("- not a daily note: chess\n")
+    (store / "agents" / "ops").mkdir(parents=True)
+    (store / "agents" / "ops" / "chess.md").write_text("# Chess\n\n- open with e4\n")
+    with SearchIndex.open(tmp_path / "state", store) as index:
+        index.refresh(tacit_file="MEMORY.md", skills_dir="agents")
+        rule = TierRule()
+        hits = index.search("chess", today=TODAY, rule=rule)
+        assert {(hit.kind, hit.path, hit.line, hit.tier) for hit in hits} == {
+            ("fact", "life/areas/people/jane-doe/items.json", 3, "hot"),
+            ("note", "memory/2026-03-09.md", 3, "hot"),  # memory/notes.md is not a daily note
+        }
+        assert [
+            hit.kind for hit in index.search("chess", today=TODAY, rule=rule, kinds=["note"])
+        ] == ["note"]
+        skill = index.search("e4", today=TODAY, rule=rule)
+        assert [(hit.kind, hit.ref, hit.line) for hit in skill] == [("skill", "ops", 3)]
+        tacit = index.search("music", today=TODAY, rule=rule)
+        assert [(hit.kind, hit.tier) for hit in tacit] == [("tacit", "warm")]
+        # Every word must match; when nothing does, any word may.
+        assert [
+            hit.kind for hit in index.search("music chess", today=TODAY, rule=rule, kinds=["tacit"])
+        ] == ["tacit"]
+        assert index.search("   ", today=TODAY, rule=rule) == []
+        assert index.search('"; DROP TABLE entries; --', today=TODAY, rule=rule) == []
+
+
+def test_the_index_ranks_the_hottest_entities_for_context(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    init_store(store, "MEMORY.md", "agents", "memoryd", "memoryd@localhost")
+    plant(
+        store,
+        [
+            Planted("Cold Carl", "Old news", age=200),
+            Planted("Warm Wendy", "Likes tea", age=15),
+            Planted("Hot Harry", "Started today", age=0),
+            Planted("Hot Harry", "Ships on Friday", age=1),
+            Planted("Hot Hanna", "Joined today", age=0),
+            Planted("Acme", "Renewed", age=0, kind="company"),
+        ],
+        today=TODAY,
+    )
+    with SearchIndex.open(tmp_path / "state", store) as index:
+        index.refresh(tacit_file="MEMORY.md", skills_dir="agents")
+        folders = index.hottest_entities(today=TODAY, rule=TierRule(), limit=3)
+    assert folders == [
+        "life/areas/people/hot-harry",
+        "life/areas/companies/acme",
+        "life/areas/people/hot-hanna",
+    ]
+
+
+def test_an_entity_is_read_from_its_folder_alone(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    init_store(store, "MEMORY.md", "agents", "memoryd", "memoryd@localhost")
+    plant(store, [Planted("Jane Doe", "Plays chess", age=1)], today=TODAY)
+    files = ReadOnlyStore(store)
+    jane = entity_at(files, "life/areas/people/jane-doe")
+    assert jane is not None and (jane.name, jane.ref) == ("Jane Doe", "people/jane-doe")
+    assert entity_at(files, "life/areas/people/nobody") is None
+    assert entity_at(files, "life/areas") is None
+    assert entity_at(files, "memory/x") is None
+    assert entity_at(files, "life/unknown-bucket/x") is None
