@@ -52,3 +52,12 @@ git -C demo-out/store log --format='%h %s%n%b'
 step "a second heartbeat finds nothing new and commits nothing"
 memoryd --config "$config" --log-format console heartbeat
 git -C demo-out/store log --oneline
+
+step "memoryd context --agent chief-of-staff --budget 800 (what an agent loads at the start of a run)"
+memoryd --config "$config" --log-format console context --agent chief-of-staff --budget 800
+
+step "memoryd search Dana (full-text, decay-ranked; the facts found count as accessed)"
+memoryd --config "$config" --log-format console search Dana --limit 5
+
+step "memoryd status"
+memoryd --config "$config" --log-format console status
