@@ -67,6 +67,9 @@ def settings(ws: Workspace, server: FakeAnthropicServer, **budget: float) -> Set
         llm={
             "base_url": server.base_url,
             "max_attempts": 1,
+            # One call at a time: the ceilings below are sized on what each answer really cost
+            # (a call in flight counts at its estimate until it is answered).
+            "concurrency": 1,
             "prices": {"claude-haiku-5-5": {"input": 1.0, "output": 5.0}},
         },
         budget={"daily_usd": 0, "heartbeat_usd": 0, **budget},

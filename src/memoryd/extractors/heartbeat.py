@@ -33,7 +33,6 @@ and logged as `llm.unusable` when it appears or changes and at most once an hour
 
 from __future__ import annotations
 
-import json
 import time as monotonic_time
 import uuid
 from collections.abc import Callable, Sequence
@@ -44,12 +43,19 @@ from zoneinfo import ZoneInfo
 
 from memoryd.budget import PROMPT_TOKENS_ALLOWANCE, Budget
 from memoryd.errors import ConcurrentEditError
+from memoryd.extractors import ahead as sending
+from memoryd.extractors.ahead import Ahead, Flight
 from memoryd.extractors.apply import ApplyCounters, StoreSession, apply_answer
-from memoryd.extractors.chunking import Chunk, chunk_to_json
+from memoryd.extractors.chunking import Chunk
 from memoryd.extractors.consumed import ahead_to_commit, cursors_to_commit, record_progress
 from memoryd.extractors.context import build_context
 from memoryd.extractors.contract import RecordMemories
-from memoryd.extractors.extract import Extractor, InvalidAnswerError, RetryRefusedError
+from memoryd.extractors.extract import (
+    ChunkContext,
+    Extractor,
+    InvalidAnswerError,
+    RetryRefusedError,
+)
 from memoryd.extractors.intake import (
     Cleaner,
     Intake,
@@ -105,6 +111,7 @@ class HeartbeatOptions:
     model: str
     host: str = "localhost"  # the name of this host's record in the store
     quarantine_after: int = 3
+    concurrency: int = 1  # model calls in flight at once (`memoryd.extractors.ahead`)
 
 
 @dataclass
@@ -151,6 +158,9 @@ class Heartbeat:
         self.budget = Budget(
             settings.daily_usd, settings.heartbeat_usd, settings.model, prices, state, clock
         )
+        self.ahead = Ahead(extractor, settings.concurrency)
+        self.not_ahead: set[str] = set()  # chunks never to send ahead in this heartbeat
+        self._set_aside: list[Flight] = []  # answers given for a context that changed since
 
     # -- the whole heartbeat ------------------------------------------------------------------
 
@@ -233,8 +243,35 @@ class Heartbeat:
         )
         pending = PendingOverlay(self.state.pending)
         counters = ApplyCounters()
+        try:
+            self._apply_all(chunks, session, pending, counters, progress, replay=replay)
+        finally:
+            self.ahead.close()
+            sending.settle(self, session, self._set_aside, chunks, progress)
+            self._set_aside = []
+        self._settle_invalid_answers(progress)
+        session.facts.save_all()
+        # The index lists entities (ref, name, bucket) with their summaries' gists; a heartbeat
+        # changes it only by creating or moving entities (summaries are the rewrite's), so the
+        # other heartbeats skip reading every summary of the store.
+        moved = counters.entities_created + counters.entities_archived
+        if moved + counters.entities_reactivated or not uow.exists(INDEX_PATH):
+            write_index(uow, session.catalog)
+        self.report.counters = counters
+        self._commit(uow, read, progress, pending)
+
+    def _apply_all(
+        self,
+        chunks: list[Chunk],
+        session: StoreSession,
+        pending: PendingOverlay,
+        counters: ApplyCounters,
+        progress: _Progress,
+        *,
+        replay: bool,
+    ) -> None:
         stopped = False
-        for chunk in chunks:
+        for index, chunk in enumerate(chunks):
             if replay and chunk.key not in progress.answers:
                 continue  # a re-plan only re-applies what the first pass applied
             if not replay and not self._should_process(chunk, progress):
@@ -246,7 +283,7 @@ class Heartbeat:
                     progress.held_files.update(chunk.files)
                     self.report.chunks_deferred += 1
                     continue
-                answer = self._answer(chunk, session, progress)
+                answer = self._answer(chunk, session, progress, chunks[index + 1 :])
                 if answer is None:
                     stopped = self.report.stopped_early
                     continue
@@ -262,16 +299,6 @@ class Heartbeat:
                     min_mentions=self.settings.min_mentions,
                 )
             )
-        self._settle_invalid_answers(progress)
-        session.facts.save_all()
-        # The index lists entities (ref, name, bucket) with their summaries' gists; a heartbeat
-        # changes it only by creating or moving entities (summaries are the rewrite's), so the
-        # other heartbeats skip reading every summary of the store.
-        moved = counters.entities_created + counters.entities_archived
-        if moved + counters.entities_reactivated or not uow.exists(INDEX_PATH):
-            write_index(uow, session.catalog)
-        self.report.counters = counters
-        self._commit(uow, read, progress, pending)
 
     def _should_process(self, chunk: Chunk, progress: _Progress) -> bool:
         record = self.state.journal.get(chunk.key)
@@ -288,21 +315,8 @@ class Heartbeat:
             return False
         return True
 
-    def _answer(
-        self, chunk: Chunk, session: StoreSession, progress: _Progress
-    ) -> RecordMemories | None:
-        """The chunk's validated answer: from the journal if already paid for, else the model."""
-        stored = self.state.journal.answered(chunk.key)
-        if stored is not None and stored.answer_json is not None:
-            self.report.chunks_reused += 1
-            return RecordMemories.model_validate_json(stored.answer_json)
-        if not self.budget.allows(self._estimate_input(chunk), self.report.cost_usd):
-            self._stop("budget")
-            progress.held_files.update(chunk.files)
-            return None
-        plan = json.dumps(chunk_to_json(chunk), sort_keys=True)
-        self.state.journal.plan(chunk.key, run_id=self.run_id, plan_json=plan, at=self.clock())
-        context = build_context(
+    def _context(self, chunk: Chunk, session: StoreSession) -> ChunkContext:
+        return build_context(
             chunk,
             tx=session.tx,
             catalog=session.catalog,
@@ -310,18 +324,35 @@ class Heartbeat:
             max_facts=self.settings.context_facts,
             skills_index_path=f"{agent_folder(self.settings.skills_dir, chunk.agent)}/{INDEX_FILE}",
         )
-        estimate = self.budget.estimate(self._estimate_input(chunk))
 
-        def may_retry(used: Usage) -> bool:
-            # The corrective retry is a paid call too: what the first answer cost (not in the
-            # ledger yet) and the retry's estimate must fit, as for any call.
-            first = self.budget.cost_of(used)
-            return self.budget.allows_cost(
-                None if estimate is None else estimate + first, self.report.cost_usd
-            )
-
+    def _answer(
+        self, chunk: Chunk, session: StoreSession, progress: _Progress, upcoming: list[Chunk]
+    ) -> RecordMemories | None:
+        """The chunk's validated answer: from the journal if already paid for, else the model
+        (asked ahead of time, or now; `memoryd.extractors.ahead`)."""
+        stored = self.state.journal.answered(chunk.key)
+        if stored is not None and stored.answer_json is not None:
+            self.report.chunks_reused += 1
+            return RecordMemories.model_validate_json(stored.answer_json)
+        context = self._context(chunk, session)
+        flight = self.ahead.take(chunk.key)
+        if flight is not None and flight.context != context:
+            # Sent ahead, but a chunk applied since changed what it would be shown: ask again.
+            if not flight.future.cancel():
+                self._set_aside.append(flight)
+            self.report.chunks_reextracted += 1
+            flight = None
+        if flight is None:
+            if not sending.fits_budget(self, chunk):
+                self._stop("budget")
+                progress.held_files.update(chunk.files)
+                return None
+            flight = sending.send(self, chunk, context)
+            self.ahead.take(chunk.key)  # this chunk's own turn: not in flight for later ones
+        sending.send_ahead(self, upcoming, session, progress)
+        plan = sending.full_plan(chunk)
         try:
-            extraction = self.extractor.extract(chunk, context, may_retry)
+            extraction = flight.future.result()
         except RetryRefusedError as error:
             self._charge(error.usage, None)
             self._stop("budget")

@@ -43,6 +43,8 @@ def heartbeat_options(settings: Settings, host: str) -> HeartbeatOptions:
         heartbeat_usd=settings.budget.heartbeat_usd,
         model=settings.llm.model,
         host=host,
+        # The markers provider asks no model: nothing to wait for, nothing to run ahead.
+        concurrency=settings.llm.concurrency if settings.llm.provider != "markers" else 1,
     )
 
 
