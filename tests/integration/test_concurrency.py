@@ -38,9 +38,10 @@ class ContextModel:
             self.calls += 1
             self.most = max(self.most, self.current)
             self.lock.notify_all()
-            if self.overlap and self.calls == 1:
-                # The first call waits (a while at most) for a second one to arrive meanwhile.
-                self.lock.wait_for(lambda: self.calls > 1, timeout=5)
+            if self.overlap and self.calls == 2:
+                # The first call goes alone (it proves the model works); the second waits (a
+                # while at most) for a third to arrive meanwhile.
+                self.lock.wait_for(lambda: self.calls > 2, timeout=4)
         text = user_text(request)
         before_transcript = text.split("<<<MEMORYD-", 1)[0]
         facts = []
@@ -156,3 +157,36 @@ def test_rate_limit_headers_slow_every_call_down(tmp_path: Path) -> None:
     assert report.exit_code == EXIT_OK
     assert report.chunks_extracted == 4
     assert 3.0 in ws.waits
+
+
+def test_a_rate_limited_account_is_slowed_down_not_failed(tmp_path: Path) -> None:
+    """The API's window limit (2 requests a second here) with 4 calls in flight and real
+    waits: every chunk is filed; the remaining-0 headers make the calls wait for the reset."""
+    from memoryd.extractors.extract import LLMExtractor
+    from memoryd.jobs.environment import open_state
+    from memoryd.jobs.heartbeat import build_heartbeat
+    from memoryd.llm.anthropic_client import AnthropicClient
+
+    ws = Workspace(tmp_path)
+    ws.init()
+    ws.write_log("a.jsonl", _rows()[:6])
+    settings = ws.settings(llm={"concurrency": 4, "max_attempts": 4})
+    env = ws.environment()
+    model = ContextModel(delay=0)
+    with (
+        FakeAnthropicServer(handler=model, requests_per_window=2, window_seconds=1) as server,
+        AnthropicClient(
+            api_key="sk-ant-test",
+            base_url=server.base_url,
+            timeout_seconds=5,
+            max_attempts=4,
+            max_wait_seconds=2,
+        ) as client,
+        open_state(settings, env) as state,
+    ):
+        extractor = LLMExtractor(client, model=settings.llm.model, max_tokens=500, scrub=str)
+        report = build_heartbeat(settings, env, state, extractor).run()
+        answered = [r for r in server.message_requests]
+    assert report.exit_code == EXIT_OK
+    assert report.chunks_extracted == 6
+    assert len(answered) - server.rate_limited == 6 + report.chunks_reextracted

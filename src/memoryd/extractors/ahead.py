@@ -222,7 +222,9 @@ def send_ahead(
 ) -> None:
     """Fill the free request slots with the next chunks that will need the model."""
     ahead = hb.ahead
-    if not ahead.threaded or hb.report.stopped_early:
+    if not ahead.threaded or hb.report.stopped_early or hb.report.chunks_extracted == 0:
+        # Nothing runs ahead before a valid answer has shown that the key, the model and the
+        # endpoint work: a run-level problem costs one request, as with one call at a time.
         return
     for chunk in upcoming[: ahead.concurrency * LOOK_AHEAD_PER_SLOT]:
         if ahead.in_flight >= ahead.concurrency - 1 or hb.should_stop():
