@@ -78,6 +78,7 @@ from memoryd.logs import get_logger
 from memoryd.state.facade import State
 from memoryd.state.meta import clear_unusable_llm, note_unusable_llm, streak_checked_since
 from memoryd.store.git import GitStore
+from memoryd.store.hosts import read_host_record
 from memoryd.store.index import INDEX_PATH, write_index
 from memoryd.store.skills import INDEX_FILE, agent_folder
 from memoryd.store.unit import RUN_TRAILER, UnitOfWork
@@ -175,6 +176,31 @@ class Heartbeat:
         chunks = chronological(read.chunks + requeued_chunks(self.state))
         self.report.chunks = len(chunks)
         progress = _Progress()
+        # Idle: nothing to file and no read position moved. No store session (the entity
+        # catalogue is not read), no commit, no model: an idle heartbeat costs a read of the
+        # sources' metadata and two rows in the run history.
+        if chunks or read.new != read.old or not self._record_in_step():
+            self._process_replanning(chunks, read, progress)
+        self._prune()
+        self.report.duration_ms = int((monotonic_time.monotonic() - started) * 1000)
+        self.state.runs.finish(
+            self.run_id,
+            finished_at=self.clock(),
+            outcome=self.report.outcome,
+            commit_sha=self.report.commit,
+            counters=self.report.log_fields(),
+        )
+        log.info("heartbeat.finished", **self.report.log_fields())
+        return self.report
+
+    def _record_in_step(self) -> bool:
+        """Whether this host's record in the store is the one the state database mirrors (else
+        even a heartbeat with nothing new commits it: a database adopted or rebuilt)."""
+        record = read_host_record(UnitOfWork(self.git), self.settings.host)
+        mirrored = int(self.state.meta.get(GENERATION_KEY) or 0)
+        return record is not None and record.generation == mirrored
+
+    def _process_replanning(self, chunks: list[Chunk], read: Intake, progress: _Progress) -> None:
         for attempt in range(_MAX_REPLANS):
             try:
                 self._process(chunks, read, progress, replay=attempt > 0)
@@ -188,16 +214,6 @@ class Heartbeat:
             # The store kept changing under us: nothing of this heartbeat was written; its
             # answers are journalled, so the next heartbeat files them without calling the model.
             self._stop("the store kept changing while memoryd wrote to it")
-        self.report.duration_ms = int((monotonic_time.monotonic() - started) * 1000)
-        self.state.runs.finish(
-            self.run_id,
-            finished_at=self.clock(),
-            outcome=self.report.outcome,
-            commit_sha=self.report.commit,
-            counters=self.report.log_fields(),
-        )
-        log.info("heartbeat.finished", **self.report.log_fields())
-        return self.report
 
     def dry_run(self) -> dict[str, Any]:
         """What a heartbeat would send now: chunks, estimated tokens and cost. Changes nothing."""
@@ -561,11 +577,14 @@ class Heartbeat:
         finalize_heartbeat(self.state, intent, self.report.commit, self.clock())
         if self.report.outcome == "nothing-new" and (progress.done or self.report.commit):
             self.report.outcome = "ok"
+
+    def _prune(self) -> None:
         # Committed chunks are only looked up again when their file is re-read from a held-back
-        # cursor, within a few heartbeats; keeping them (whole chunk text and answer) for months
-        # would grow the state database without bound.
+        # cursor, within a few heartbeats; keeping them (plan and answer) for months would grow
+        # the state database without bound. The space goes back to the file system.
         pruned = self.state.journal.prune_committed(self.clock() - JOURNAL_RETENTION)
         if pruned:
+            self.state.db.reclaim_space()
             log.info("journal.pruned", chunks=pruned)
 
     def _trailers(self) -> dict[str, str]:
