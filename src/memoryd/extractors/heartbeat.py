@@ -33,6 +33,7 @@ and logged as `llm.unusable` when it appears or changes and at most once an hour
 
 from __future__ import annotations
 
+import json
 import time as monotonic_time
 import uuid
 from collections.abc import Callable, Sequence
@@ -78,7 +79,7 @@ from memoryd.logs import get_logger
 from memoryd.state.facade import State
 from memoryd.state.meta import clear_unusable_llm, note_unusable_llm, streak_checked_since
 from memoryd.store.git import GitStore
-from memoryd.store.hosts import read_host_record
+from memoryd.store.hosts import record_path
 from memoryd.store.index import INDEX_PATH, write_index
 from memoryd.store.skills import INDEX_FILE, agent_folder
 from memoryd.store.unit import RUN_TRAILER, UnitOfWork
@@ -182,6 +183,11 @@ class Heartbeat:
         if chunks or read.new != read.old or not self._record_in_step():
             self._process_replanning(chunks, read, progress)
         self._prune()
+        # Left for the next heartbeat by a share of this one, not by a problem or the day's
+        # budget: the daemon goes on at once.
+        self.report.more_waiting = self.report.more_waiting or (
+            read.more and not self.report.stopped_early
+        )
         self.report.duration_ms = int((monotonic_time.monotonic() - started) * 1000)
         self.state.runs.finish(
             self.run_id,
@@ -196,9 +202,12 @@ class Heartbeat:
     def _record_in_step(self) -> bool:
         """Whether this host's record in the store is the one the state database mirrors (else
         even a heartbeat with nothing new commits it: a database adopted or rebuilt)."""
-        record = read_host_record(UnitOfWork(self.git), self.settings.host)
-        mirrored = int(self.state.meta.get(GENERATION_KEY) or 0)
-        return record is not None and record.generation == mirrored
+        text = UnitOfWork(self.git).read_text(record_path(self.settings.host))
+        try:
+            generation = json.loads(text)["generation"] if text is not None else None
+        except (ValueError, TypeError, KeyError):
+            return False  # the full reader says what is wrong with it, on the commit path
+        return generation == int(self.state.meta.get(GENERATION_KEY) or 0)
 
     def _process_replanning(self, chunks: list[Chunk], read: Intake, progress: _Progress) -> None:
         for attempt in range(_MAX_REPLANS):
@@ -360,6 +369,10 @@ class Heartbeat:
             flight = None
         if flight is None:
             if not sending.fits_budget(self, chunk):
+                # Only the per-heartbeat share is used up when the day's budget still allows
+                # the call on its own: more is waiting for the next heartbeat.
+                estimate = self.budget.estimate(self._estimate_input(chunk))
+                self.report.more_waiting = self.budget.allows_cost(estimate, 0.0)
                 self._stop("budget")
                 progress.held_files.update(chunk.files)
                 return None

@@ -51,6 +51,8 @@ class Intake:
     sources_by_file: dict[str, str]  # file path -> source key
     # path -> line ranges filed beyond its held-back cursor by earlier heartbeats (skipped here)
     ahead: dict[str, tuple[LineRange, ...]] = field(default_factory=dict)
+    # A source stopped at its per-run read share: more is waiting to be read.
+    more: bool = False
 
 
 def stored_ahead(state: State) -> dict[str, tuple[LineRange, ...]]:
@@ -89,6 +91,7 @@ def read_sources(
                 index_conversation(state, cleaned, zone)
             intake.chunks.extend(cut_chunks(cleaned, zone, chunk_tokens))
         if result.more:
+            intake.more = True
             log.info("source.more_to_read", source=source.key, agent=source.agent)
     return intake
 
