@@ -52,6 +52,9 @@ FILLER = (
     "We went through the plan again, checked the numbers and agreed on the next steps; "
     "the notes below are the details we want to keep for later reference. "
 )
+TOOL_OUTPUT = "".join(
+    f"tests/test_{n:03d}.py::test_case PASSED [{n % 100:3d}%]\n" for n in range(60)
+)
 _REMEMBER = re.compile(r"^remember: (\w+) ([^:]+): (.+)$", re.MULTILINE)
 _FENCE = re.compile(r"<<<(MEMORYD-[0-9A-F]+) BEGIN>>>\n(.*?)\n<<<\1 END>>>", re.DOTALL)
 
@@ -91,7 +94,9 @@ def conversation(agent: int, day: int, *, shared: bool, filler_lines: int) -> li
     for index in range(filler_lines):
         role = "assistant" if index % 2 else "user"
         stamp = (when + timedelta(seconds=10 * (index + 1))).isoformat()
-        rows.append(turn(role, f"({index}) " + FILLER * 6, stamp))
+        rows.append(turn(role, f"({index}) " + FILLER * 2, stamp))
+        if role == "assistant":  # tool-heavy, as agents' transcripts are
+            rows.append(turn("tool", f"$ make test ({index})\n" + TOOL_OUTPUT, stamp))
     return rows
 
 
@@ -248,12 +253,13 @@ def idle(options: argparse.Namespace) -> dict[str, Any]:
         config = write_config(root, server.base_url, provider="anthropic")
         run_memoryd(config, options.src)  # warm the page cache
         calls = len(server.message_requests)
-        walls = [run_memoryd(config, options.src)[0] for _ in range(options.runs)]
+        runs = [run_memoryd(config, options.src) for _ in range(options.runs)]
         calls = len(server.message_requests) - calls
     return {
         "files": options.files,
         "mb": size / 1e6,
-        "wall": statistics.median(walls),
+        "wall": statistics.median(run[0] for run in runs),
+        "cpu": statistics.median(run[1] for run in runs),
         "calls": calls,
     }
 
@@ -364,7 +370,8 @@ def render(results: dict[str, dict[str, Any]]) -> str:
             cell(
                 label,
                 lambda r: (
-                    f"{r['idle']['wall']:.2f} s ({r['idle']['files']:,} files, "
+                    f"{r['idle']['wall']:.2f} s wall, {r['idle'].get('cpu', 0):.2f} s CPU "
+                    f"({r['idle']['files']:,} files, "
                     f"{r['idle']['mb']:.0f} MB, {r['idle']['calls']} calls)"
                 ),
             )
