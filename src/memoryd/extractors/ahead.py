@@ -109,6 +109,10 @@ class Ahead:
         """The chunk's call, if it was sent (it is no longer in flight for the caller)."""
         return self._flights.pop(chunk_key, None)
 
+    def flights(self) -> list[Flight]:
+        """The calls in flight, oldest first."""
+        return list(self._flights.values())
+
     def holds(self, chunk_key: str) -> bool:
         return chunk_key in self._flights
 
@@ -226,6 +230,7 @@ def send_ahead(
         # Nothing runs ahead before a valid answer has shown that the key, the model and the
         # endpoint work: a run-level problem costs one request, as with one call at a time.
         return
+    resend_stale(hb, session)
     for chunk in upcoming[: ahead.concurrency * LOOK_AHEAD_PER_SLOT]:
         if ahead.in_flight >= ahead.concurrency - 1 or hb.should_stop():
             return
@@ -236,6 +241,21 @@ def send_ahead(
         if not fits_budget(hb, chunk):
             return  # the chunk's own turn decides whether the heartbeat stops for the budget
         send(hb, chunk, hb._context(chunk, session))
+
+
+def resend_stale(hb: Heartbeat, session: StoreSession) -> None:
+    """Ask again at once, with the context of now, every call in flight whose context a chunk
+    applied since it was sent has changed: its answer could not be used, and waiting for its
+    turn to find that out would ask again one chunk at a time. (Its turn checks once more: a
+    chunk applied later may change it again.)"""
+    for flight in hb.ahead.flights():
+        context = hb._context(flight.chunk, session)
+        if context == flight.context:
+            continue
+        if not flight.future.cancel():
+            hb._set_aside.append(flight)
+        hb.report.chunks_reextracted += 1
+        send(hb, flight.chunk, context)
 
 
 def _may_go_ahead(hb: Heartbeat, chunk: Chunk, progress: _Progress) -> bool:
