@@ -12,6 +12,7 @@ Words are compared folded (accents and case), so "José" in a label matches "jos
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
@@ -45,7 +46,7 @@ class LabelMatcher(Generic[Key]):
 
     def find(self, text: str) -> set[Key]:
         """Keys whose labels occur in `text` as whole words (case- and accent-insensitive)."""
-        tokens = words(text)
+        tokens = _tokens(text)
         found: set[Key] = set()
         for start in range(len(tokens)):
             node = self._root
@@ -56,3 +57,10 @@ class LabelMatcher(Generic[Key]):
                 found |= child.keys
                 node = child
         return found
+
+
+@functools.lru_cache(maxsize=32)
+def _tokens(text: str) -> tuple[str, ...]:
+    # A chunk's text is searched again when its context is built a second time (calls sent
+    # ahead, `memoryd.extractors.ahead`); folding it is most of the search's cost.
+    return tuple(words(text))
