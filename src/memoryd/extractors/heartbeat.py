@@ -379,7 +379,6 @@ class Heartbeat:
             flight = sending.send(self, chunk, context)
             self.ahead.take(chunk.key)  # this chunk's own turn: not in flight for later ones
         sending.send_ahead(self, upcoming, session, progress)
-        plan = sending.full_plan(chunk)
         try:
             extraction = flight.future.result()
         except RetryRefusedError as error:
@@ -388,7 +387,8 @@ class Heartbeat:
             progress.held_files.update(chunk.files)
             return None
         except (InvalidAnswerError, TransientLLMError, PermanentLLMError) as error:
-            self._extraction_failed(chunk, plan, error, progress)
+            # The failure record keeps the whole chunk (`memoryd retry` rebuilds it from there).
+            self._extraction_failed(chunk, sending.full_plan(chunk), error, progress)
             return None
         with self.state.transaction():
             self.state.journal.record_answer(
