@@ -190,3 +190,65 @@ def test_a_rate_limited_account_is_slowed_down_not_failed(tmp_path: Path) -> Non
     assert report.exit_code == EXIT_OK
     assert report.chunks_extracted == 6
     assert len(answered) - server.rate_limited == 6 + report.chunks_reextracted
+
+
+class HeldExtractor:
+    """Files marker lines; every call after the first waits until `calls` calls have arrived,
+    and the last of them also asks the heartbeat to stop: a stop while calls are in flight."""
+
+    def __init__(self, calls: int) -> None:
+        from memoryd.extractors.extract import MarkersExtractor
+
+        self.inner = MarkersExtractor(lambda text: text)
+        self.prompt_refs = self.inner.prompt_refs
+        self.calls = calls
+        self.arrived = 0
+        self.lock = threading.Lock()
+        self.release = threading.Event()
+        self.stop = threading.Event()
+
+    def extract(self, chunk: Any, context: Any, may_retry: Any = None) -> Any:
+        with self.lock:
+            self.arrived += 1
+            arrived = self.arrived
+        if arrived == self.calls:
+            self.stop.set()
+            self.release.set()
+        elif arrived > 1:
+            self.release.wait(timeout=10)
+        return self.inner.extract(chunk, context)
+
+
+def test_after_a_stop_only_the_next_chunks_answer_is_kept_for_the_next_heartbeat(
+    tmp_path: Path,
+) -> None:
+    from memoryd.jobs.environment import open_state
+    from memoryd.jobs.heartbeat import build_heartbeat
+
+    ws = Workspace(tmp_path)
+    ws.init()
+    rows = [
+        turn("user", f"tacit: Rule number {day}", f"2026-03-0{day}T10:00:00Z")
+        for day in (1, 2, 3, 4)
+    ]
+    ws.write_log("a.jsonl", rows)
+    settings = ws.settings(llm={"concurrency": 4})
+    env = ws.environment()
+    extractor = HeldExtractor(calls=4)
+    with open_state(settings, env) as state:
+        heartbeat = build_heartbeat(
+            settings, env, state, extractor, should_stop=extractor.stop.is_set
+        )
+        report = heartbeat.run()
+    assert report.outcome == "stopped"
+    assert (report.chunks_extracted, report.chunks_deferred) == (2, 2)
+    assert extractor.arrived == 4  # chunks 3 and 4 were in flight when the stop came
+    again = HeldExtractor(calls=0)
+    with open_state(settings, env) as state:
+        report = build_heartbeat(settings, env, state, again).run()
+    assert report.outcome == "ok"
+    # Chunk 3's answer was given for the context it still has: kept. Chunk 4's context would
+    # change with chunk 3, so it is asked again.
+    assert (report.chunks_reused, report.chunks_extracted, again.arrived) == (1, 1, 1)
+    text = ws.read("MEMORY.md")
+    assert all(text.count(f"Rule number {day}") == 1 for day in (1, 2, 3, 4))

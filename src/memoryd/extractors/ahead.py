@@ -54,8 +54,8 @@ class Flight:
 
 
 class Ahead:
-    """The calls in flight, by chunk key. Close it (or use it as a context manager) to wait for
-    the worker threads."""
+    """The calls in flight, by chunk key. `close()` waits for the worker threads (and cancels
+    the calls not started); a later `send` starts new ones."""
 
     def __init__(self, extractor: Extractor, concurrency: int) -> None:
         self._extractor = extractor
@@ -66,12 +66,6 @@ class Ahead:
     @property
     def threaded(self) -> bool:
         return self.concurrency > 1
-
-    def __enter__(self) -> Ahead:
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self.close()
 
     def close(self) -> None:
         if self._pool is not None:
