@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import threading
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +25,10 @@ class ContextModel:
     "(seen N)", N the number of its facts shown, so an answer depends on the context sent.
     Answers come after `delay` seconds, so that calls overlap; the most in flight is kept."""
 
-    def __init__(self, delay: float = 0.05, *, overlap: bool = False) -> None:
+    def __init__(self, delay: float = 0.05, *, overlap: bool = False, wait: float = 4) -> None:
         self.delay = delay
         self.overlap = overlap
+        self.wait = wait  # how long the second call waits for a third (well under the timeout)
         self.lock = threading.Condition()
         self.current = 0
         self.most = 0
@@ -41,7 +43,7 @@ class ContextModel:
             if self.overlap and self.calls == 2:
                 # The first call goes alone (it proves the model works); the second waits (a
                 # while at most) for a third to arrive meanwhile.
-                self.lock.wait_for(lambda: self.calls > 2, timeout=4)
+                self.lock.wait_for(lambda: self.calls > 2, timeout=self.wait)
         text = user_text(request)
         before_transcript = text.split("<<<MEMORYD-", 1)[0]
         facts = []
@@ -252,3 +254,30 @@ def test_after_a_stop_only_the_next_chunks_answer_is_kept_for_the_next_heartbeat
     assert (report.chunks_reused, report.chunks_extracted, again.arrived) == (1, 1, 1)
     text = ws.read("MEMORY.md")
     assert all(text.count(f"Rule number {day}") == 1 for day in (1, 2, 3, 4))
+
+
+def test_a_heartbeat_after_a_recent_valid_answer_sends_ahead_from_its_first_call(
+    tmp_path: Path,
+) -> None:
+    ws = Workspace(tmp_path)
+    ws.init()
+    rows = _rows()
+    ws.write_log("a.jsonl", rows[:2])
+    settings = ws.settings(llm={"concurrency": 4})
+    with FakeAnthropicServer(handler=ContextModel(delay=0)) as server:
+        assert ws.heartbeat(settings, server.base_url).chunks_extracted == 2
+    ws.write_log("a.jsonl", rows[2:], append=True)
+    model = ContextModel(overlap=True)
+    model.calls = 1  # so that the heartbeat's first call waits for a second one
+    with FakeAnthropicServer(handler=model) as server:
+        report = ws.heartbeat(settings, server.base_url)
+    assert report.exit_code == EXIT_OK and report.chunks_extracted == 6
+    assert model.most > 1  # the model proved itself minutes ago: no call alone first
+    ws.now += timedelta(hours=2)
+    ws.write_log("b.jsonl", rows[:3])
+    model = ContextModel(overlap=True, wait=1)
+    model.calls = 1
+    with FakeAnthropicServer(handler=model) as server:
+        report = ws.heartbeat(settings, server.base_url)
+    assert report.chunks_extracted == 3
+    assert model.most == 1  # hours later: one call alone first (it waited for company)

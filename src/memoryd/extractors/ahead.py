@@ -20,6 +20,7 @@ import json
 import math
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from memoryd.extractors.chunking import Chunk, chunk_to_json
@@ -32,6 +33,7 @@ from memoryd.extractors.extract import (
     RetryRefusedError,
 )
 from memoryd.llm.prices import Usage
+from memoryd.state.meta import unusable_llm
 
 if TYPE_CHECKING:
     from memoryd.extractors.apply import StoreSession
@@ -39,6 +41,10 @@ if TYPE_CHECKING:
 
 # How far past the chunk being applied a heartbeat looks for chunks to send, per request slot.
 LOOK_AHEAD_PER_SLOT = 4
+# When the model last gave a valid answer (`model|instant`): within PROVEN_FOR, and with no
+# run-level problem recorded since, a heartbeat sends ahead from its first call.
+PROVEN_KEY = "llm.last_valid_answer"
+PROVEN_FOR = timedelta(hours=1)
 
 
 @dataclass
@@ -220,7 +226,7 @@ def send_ahead(
 ) -> None:
     """Fill the free request slots with the next chunks that will need the model."""
     ahead = hb.ahead
-    if not ahead.threaded or hb.report.stopped_early or hb.report.chunks_extracted == 0:
+    if not ahead.threaded or hb.report.stopped_early or not hb.llm_proven:
         # Nothing runs ahead before a valid answer has shown that the key, the model and the
         # endpoint work: a run-level problem costs one request, as with one call at a time.
         return
@@ -311,3 +317,22 @@ def settle(
                 hb._charge(extraction.usage, extraction.model)
         else:
             hb._charge(extraction.usage, extraction.model)
+
+
+def proven_recently(hb: Heartbeat) -> bool:
+    """Whether the model gave a valid answer within PROVEN_FOR and no run-level problem is
+    recorded: then the heartbeat sends ahead from its first call (a backfill the daemon runs as
+    many heartbeats does not wait for one call alone in each)."""
+    if unusable_llm(hb.state.meta) is not None:
+        return False
+    model, _, at = (hb.state.meta.get(PROVEN_KEY) or "").rpartition("|")
+    try:
+        when = datetime.fromisoformat(at)
+    except ValueError:
+        return False
+    return model == hb.settings.model and timedelta(0) <= hb.clock() - when <= PROVEN_FOR
+
+
+def note_proven(hb: Heartbeat) -> None:
+    """After a heartbeat's first valid answer: the model works (see `proven_recently`)."""
+    hb.state.meta.set(PROVEN_KEY, f"{hb.settings.model}|{hb.clock().isoformat()}")

@@ -163,6 +163,7 @@ class Heartbeat:
         self.ahead = Ahead(extractor, settings.concurrency)
         self.not_ahead: set[str] = set()  # chunks never to send ahead in this heartbeat
         self._set_aside: list[Flight] = []  # answers given for a context that changed since
+        self._proven: bool | None = None  # whether calls may run ahead (see `llm_proven`)
 
     # -- the whole heartbeat ------------------------------------------------------------------
 
@@ -340,6 +341,16 @@ class Heartbeat:
             return False
         return True
 
+    @property
+    def llm_proven(self) -> bool:
+        """Whether a valid answer (in this heartbeat, or recently) shows that the model works:
+        until then, calls are not sent ahead (`memoryd.extractors.ahead`)."""
+        if self.report.chunks_extracted > 0:
+            return True
+        if self._proven is None:
+            self._proven = sending.proven_recently(self)
+        return self._proven
+
     def _context(self, chunk: Chunk, session: StoreSession) -> ChunkContext:
         return build_context(
             chunk,
@@ -400,6 +411,8 @@ class Heartbeat:
             )
             self._charge(extraction.usage, extraction.model)
         self.report.chunks_extracted += 1
+        if self.report.chunks_extracted == 1:
+            sending.note_proven(self)
         self._settle_invalid_answers(progress)  # the model works: they were the chunks' own
         self._answered(valid=True)
         return extraction.answer
