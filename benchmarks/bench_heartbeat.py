@@ -445,7 +445,8 @@ What the rows say:
   the last hour, has shown the model works: a broken key or model costs one request; the
   benchmark's fresh state pays it, the daemon's later heartbeats of a backfill do not), plus
   memoryd's own work per chunk on the heartbeat's thread (about 50 ms a chunk on this loaded
-  machine: context, journal writes with fsync, applying), which does not overlap. With 2 s answers that is 12 s + 2 s + ~2.5 s for 48 chunks: 1.44x.
+  machine: context, journal writes with fsync, applying), which does not overlap. With 2 s
+  answers that is 12 s + 2 s + ~2.5 s for 48 chunks: 1.44x.
   The issue's backfill (596 chunks after 2 s) pays the same first call and per-chunk work
   against 149 s of calls, about 1.2x by the same arithmetic (not measured here: the sequential
   "before" alone would take 20 minutes of a shared machine).
