@@ -444,12 +444,13 @@ What the rows say:
   the first call alone (nothing runs ahead before a valid answer, in this heartbeat or within
   the last hour, has shown the model works: a broken key or model costs one request; the
   benchmark's fresh state pays it, the daemon's later heartbeats of a backfill do not), plus
-  memoryd's own work per chunk on the heartbeat's thread (about 50 ms a chunk on this loaded
-  machine: context, journal writes with fsync, applying), which does not overlap. With 2 s
-  answers that is 12 s + 2 s + ~2.5 s for 48 chunks: 1.44x.
-  The issue's backfill (596 chunks after 2 s) pays the same first call and per-chunk work
-  against 149 s of calls, about 1.2x by the same arithmetic (not measured here: the sequential
-  "before" alone would take 20 minutes of a shared machine).
+  memoryd's own work per chunk on the heartbeat's thread (context, journal writes with fsync,
+  applying: 20-50 ms a chunk on this machine, with its load), which does not overlap. With 2 s
+  answers: 12 s of calls + 2 s + about 1 s for 48 chunks, 1.24x; with 0.5 s answers the same
+  fixed parts weigh more (1.60x). The issue's backfill (596 chunks after 2 s) pays the same
+  first call and per-chunk work against 149 s of calls (not measured here: the sequential
+  "before" alone would take 20 minutes of a shared machine). The "after" runs met a lighter
+  load (1-2) than the "before" runs (3-5), which also shows in the concurrency-1 rows.
 - **Agent project**: every conversation of an agent also files a fact about the agent's one
   project, so each chunk's context (that project's facts) is changed by the agent's previous
   chunk. Those chunks are asked again (43 of 48), at once and in parallel as soon as the chunk
