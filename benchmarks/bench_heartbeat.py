@@ -455,7 +455,7 @@ What the rows say:
   project, so each chunk's context (that project's facts) is changed by the agent's previous
   chunk. Those chunks are asked again (43 of 48), at once and in parallel as soon as the chunk
   before them is applied, so the store is exactly what one call at a time gives (tested at
-  concurrency 1, 2, 4, 8) and the backfill still runs 3.5x faster than before.
+  concurrency 1, 2, 4, 8) and the backfill still runs 3.7x faster than before.
 - **State database.** A chunk's journal row now holds its files, line range and digest instead
   of its whole text, and the journal's prune gives the space back (migration 4: incremental
   auto-vacuum). What is left after the prune is the mention index (DESIGN §1.2: the cleaned user
