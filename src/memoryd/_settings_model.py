@@ -85,6 +85,8 @@ class LLMSettings(_Frozen):
     chunk_tokens: int = Field(default=12000, ge=500, le=200_000)
     context_facts: int = Field(default=40, ge=0, le=1000)
     max_attempts: int = Field(default=5, ge=1, le=20)
+    # Extraction requests in flight at once (issue 15); results are still applied in order.
+    concurrency: int = Field(default=4, ge=1, le=64)
     prices: dict[str, PriceSettings] = Field(default_factory=dict)
 
     @field_validator("base_url")

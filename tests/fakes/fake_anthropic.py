@@ -19,7 +19,13 @@ API's answers to the errors memoryd handles are built by ``invalid_key()``,
 and the same id in its body.
 ``fail_next(*errors)`` makes the next HTTP requests on *any* endpoint fail (batch endpoints
 included) before the queue is consulted; ``cut_results_streams=N`` breaks the first N batch
-results downloads halfway, as a dropped connection would. With ``api_key`` set, a request with
+results downloads halfway, as a dropped connection would. ``latency_seconds`` delays every
+message answer (a slow model, for benchmarks). ``requests_per_window=N`` (with
+``window_seconds``) limits messages the way the real API does: every message answer carries
+``anthropic-ratelimit-requests-limit``, ``-remaining`` and ``-reset`` (RFC 3339), and a message
+past the limit gets a 429 ``rate_limit_error`` with ``retry-after`` (whole seconds until the
+window ends) and the same headers. ``message_headers`` adds headers to every successful message
+answer. With ``api_key`` set, a request with
 another key gets the real 401; with ``models`` set, a message (or batch request) naming any
 other model gets the real 404 ``model: <name>``. Both can be changed while the server runs, to
 "fix" the key or the model in the middle of a test. Every HTTP request is recorded
@@ -54,12 +60,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import signal
 import threading
+import time
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import FrameType, TracebackType
@@ -139,7 +148,17 @@ class FakeAnthropicServer:
         batch_polls_before_end: int = 0,
         cut_results_streams: int = 0,
         record_path: Path | None = None,
+        latency_seconds: float = 0.0,
+        requests_per_window: int | None = None,
+        window_seconds: float = 60.0,
+        message_headers: Mapping[str, str] | None = None,
     ) -> None:
+        self.latency_seconds = latency_seconds
+        self._requests_per_window = requests_per_window
+        self._window_seconds = window_seconds
+        self._window: tuple[float, int] = (0.0, 0)  # (start, messages counted in it)
+        self.message_headers = dict(message_headers or {})
+        self.rate_limited = 0  # messages answered with a 429 by the window limit
         self._answers: deque[Answer] = deque(answers)
         self._failures: deque[Error] = deque()
         self._handler = handler
@@ -308,11 +327,43 @@ class FakeAnthropicServer:
         unknown = self._unknown_model(request.body)
         if unknown is not None:
             return self._error(unknown)
+        limits, refused = self._rate_limit()
+        if refused is not None:
+            return self._error(refused)
         answer = self._next_answer(request)
         if isinstance(answer, Error):
             return self._error(answer)
         message = self._message_json(request.body, answer)
-        return _json_response(200, message, {}, answer.delay_seconds)
+        headers = {**limits, **self.message_headers}
+        return _json_response(200, message, headers, answer.delay_seconds + self.latency_seconds)
+
+    def _rate_limit(self) -> tuple[dict[str, str], Error | None]:
+        """Count a message against the window: its rate-limit headers, and the 429 to answer
+        when it is past the limit."""
+        limit = self._requests_per_window
+        if limit is None:
+            return {}, None
+        now = time.monotonic()
+        with self._lock:
+            start, used = self._window
+            if now - start >= self._window_seconds:
+                start, used = now, 0
+            used += 1
+            self._window = (start, used)
+            refused = used > limit
+            self.rate_limited += refused
+        left = max(0.0, start + self._window_seconds - now)
+        reset = datetime.now(UTC) + timedelta(seconds=left)
+        headers = {
+            "anthropic-ratelimit-requests-limit": str(limit),
+            "anthropic-ratelimit-requests-remaining": str(max(0, limit - used)),
+            "anthropic-ratelimit-requests-reset": reset.isoformat().replace("+00:00", "Z"),
+        }
+        if not refused:
+            return headers, None
+        retry = {"retry-after": str(max(1, math.ceil(left))), **headers}
+        message = "Number of request tokens has exceeded your per-minute rate limit"
+        return headers, Error(429, "rate_limit_error", message, retry)
 
     def _message_json(self, params: Mapping[str, Any], answer: ToolUse | Text) -> dict[str, Any]:
         return message_json(

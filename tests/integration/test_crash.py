@@ -99,6 +99,9 @@ path = "{root / "state"}"
 [llm]
 base_url = "{base_url}"
 max_attempts = 1
+# One call at a time: the kill points and the paid-call counts below are about the journal's
+# order of events (calls in flight at once are tested in test_concurrency.py).
+concurrency = 1
 [budget]
 daily_usd = 0
 [backfill]

@@ -67,6 +67,9 @@ def settings(ws: Workspace, server: FakeAnthropicServer, **budget: float) -> Set
         llm={
             "base_url": server.base_url,
             "max_attempts": 1,
+            # One call at a time: the ceilings below are sized on what each answer really cost
+            # (a call in flight counts at its estimate until it is answered).
+            "concurrency": 1,
             "prices": {"claude-haiku-5-5": {"input": 1.0, "output": 5.0}},
         },
         budget={"daily_usd": 0, "heartbeat_usd": 0, **budget},
@@ -97,6 +100,7 @@ def test_the_daily_ceiling_stops_once_logs_once_and_the_next_day_resumes(
     assert first.stop_reason == "budget"
     assert first.exit_code == EXIT_TEMPFAIL
     assert first.counters.facts_added == 1  # Jane's chunk was within the budget
+    assert not first.more_waiting  # the day's budget: the daemon does not go on at once
     assert len(server.message_requests) == 1
     assert [e["event"] for e in logs].count("budget.exhausted") == 1
     assert b_cursor(ws, config) is None  # the held file will be read again from the start
@@ -126,8 +130,10 @@ def test_the_heartbeat_ceiling_spreads_a_backfill_over_heartbeats(
     config = settings(ws, server, heartbeat_usd=0.015)
     first = run_heartbeat(config, environment(ws))
     assert (first.outcome, first.counters.facts_added) == ("stopped", 1)
+    assert first.more_waiting  # only this heartbeat's share: the daemon goes on at once
     second = run_heartbeat(config, environment(ws))  # same day: only the per-run ceiling binds
     assert (second.outcome, second.counters.facts_added) == ("ok", 1)
+    assert not second.more_waiting
     assert len(server.message_requests) == 2
     third = run_heartbeat(config, environment(ws))
     assert (third.outcome, third.chunks) == ("nothing-new", 0)

@@ -393,7 +393,8 @@ def test_hostile_names_from_the_model_stay_inside_the_store(ws: Workspace) -> No
     assert all(re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", name) for name in projects)
 
 
-def test_a_backfill_equals_day_by_day_processing(tmp_path: Path) -> None:
+@pytest.mark.parametrize("concurrency", [1, 2, 8])
+def test_a_backfill_equals_day_by_day_processing(tmp_path: Path, concurrency: int) -> None:
     days = [
         ("2026-03-01", "remember: person Jane Doe: Works at Initech"),
         ("2026-03-02", "remember: person Jane Doe: Works at Acme replaces jane-doe-001"),
@@ -407,10 +408,10 @@ def test_a_backfill_equals_day_by_day_processing(tmp_path: Path) -> None:
     stepwise = Workspace(tmp_path / "stepwise")
     stepwise.init()
     with FakeAnthropicServer(handler=marker_model) as server:
-        backfill.heartbeat(backfill.settings(), server.base_url)
+        backfill.heartbeat(backfill.settings(llm={"concurrency": concurrency}), server.base_url)
         for row in rows:
             stepwise.write_log("a.jsonl", [row], append=True)
-            stepwise.heartbeat(stepwise.settings(), server.base_url)
+            stepwise.heartbeat(stepwise.settings(llm={"concurrency": 1}), server.base_url)
     # The same store, byte for byte, but for the transcript's path in the provenance.
     normalized = {
         path: text.replace(str(backfill.root), "WS") for path, text in backfill.memories().items()

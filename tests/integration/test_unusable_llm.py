@@ -291,14 +291,17 @@ def test_a_different_problem_is_logged_at_once(ws: Workspace, server: FakeAnthro
     assert line["kind"] == "billing"
 
 
+@pytest.mark.parametrize("concurrency", [1, 4])
 def test_credit_running_out_mid_run_keeps_what_was_filed_and_holds_the_rest(
-    ws: Workspace, server: FakeAnthropicServer, model: Model
+    ws: Workspace, server: FakeAnthropicServer, model: Model, concurrency: int
 ) -> None:
-    config = settings(ws)
+    config = ws.settings(llm={"concurrency": concurrency})
     server.enqueue(marker_model_for("Ann Lee", "Joined Acme as CTO"))  # the first chunk
     model.fault = credit_too_low()  # every later one
     report, sent, _logs = heartbeat(ws, config, server)
-    assert (report.outcome, report.exit_code, sent) == ("unusable", EXIT_CONFIG, 2)
+    assert (report.outcome, report.exit_code) == ("unusable", EXIT_CONFIG)
+    # The calls already in flight when the error came back were sent too.
+    assert sent == 2 if concurrency == 1 else 2 <= sent <= 1 + concurrency
     assert report.commit is not None  # what was applied before the error is committed
     assert filed(ws) == {"ann-lee": ["Joined Acme as CTO"]}
     assert failures(ws, config) == (0, 0)

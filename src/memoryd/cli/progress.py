@@ -6,6 +6,7 @@ terminal: under systemd or in a pipe nothing is drawn and the logs stay pure JSO
 
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
@@ -20,6 +21,7 @@ class TerminalProgress:
     def __init__(self, stream: TextIO) -> None:
         self._stream = stream
         self._drawn = False
+        self._lock = threading.Lock()  # calls come from the threads of calls in flight
 
     @classmethod
     def for_stream(cls, stream: TextIO) -> TerminalProgress | None:
@@ -31,9 +33,10 @@ class TerminalProgress:
         return cls(stream) if interactive else None
 
     def __call__(self, report: HeartbeatReport) -> None:
-        self._stream.write("\r" + render_bar(report))
-        self._stream.flush()
-        self._drawn = True
+        with self._lock:
+            self._stream.write("\r" + render_bar(report))
+            self._stream.flush()
+            self._drawn = True
 
     def close(self) -> None:
         if self._drawn:

@@ -51,6 +51,7 @@ class JobTracker:
         self._monotonic = monotonic
         self._changed = threading.Condition()
         self._state = JobState(None, None, 0.0, 0.0, in_llm_call=False)
+        self._calls = 0  # LLM calls in flight
 
     def snapshot(self) -> JobState:
         with self._changed:
@@ -65,12 +66,17 @@ class JobTracker:
 
     @contextmanager
     def llm_call(self) -> Iterator[None]:
-        """Mark the worker as waiting on the LLM (abandonable) for the length of the block."""
-        self._update(in_llm_call=True)
+        """Mark the worker as waiting on the LLM (abandonable) for the length of the block.
+        Calls may overlap (`llm.concurrency`): the mark stays until the last one returns."""
+        with self._changed:
+            self._calls += 1
+            self._update(in_llm_call=True)
         try:
             yield
         finally:
-            self._update(in_llm_call=False)
+            with self._changed:
+                self._calls -= 1
+                self._update(in_llm_call=self._calls > 0)
 
     def stuck_for(self) -> float:
         """Seconds since the running job last made progress (0 when idle)."""

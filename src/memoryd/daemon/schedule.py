@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 
 HEARTBEAT_JOB = "heartbeat"
 STARTUP_HEARTBEAT_JOB = "heartbeat-at-start"
+# A heartbeat started at once because the previous one left work for its per-run share.
+CONTINUE_HEARTBEAT_JOB = "heartbeat-continue"
 REWRITE_JOB = "rewrite"
 CATCHUP_REWRITE_JOB = "rewrite-catch-up"
 WATCHDOG_JOB = "watchdog"

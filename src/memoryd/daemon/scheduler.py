@@ -53,6 +53,7 @@ from memoryd.daemon.notify import Notifier
 from memoryd.daemon.runner import JobRunner, JobTracker
 from memoryd.daemon.schedule import (
     CATCHUP_REWRITE_JOB,
+    CONTINUE_HEARTBEAT_JOB,
     DEFAULT_MISFIRE_GRACE_SECONDS,
     HEARTBEAT_JOB,
     REWRITE_DEADLINE_SECONDS,
@@ -362,6 +363,22 @@ class Daemon:
         self.notifier.status(status_line(report, self.env.clock()))
         if self.settings.rewrite.use_batches:
             self._collect_rewrite_batch()
+        self._continue_if_more(report)
+
+    def _continue_if_more(self, report: HeartbeatReport) -> None:
+        """A heartbeat that stopped for its per-run read or spend share with more waiting is
+        followed at once by the next (queued on the one worker, behind any job due), until the
+        work is done, the day's budget or a problem stops it, or the daemon is stopping."""
+        if not report.more_waiting or self.stopping:
+            return
+        log.info("heartbeat.continuing", run_id=report.run_id, stop_reason=report.stop_reason)
+        self.scheduler.add_job(
+            self.heartbeat_job,
+            DateTrigger(timezone=UTC),
+            id=CONTINUE_HEARTBEAT_JOB,
+            replace_existing=True,
+            misfire_grace_time=None,
+        )
 
     def _rewrite(self, run_id: str) -> None:
         from memoryd.jobs.rewrite import run_rewrite  # noqa: PLC0415 - only this job needs it

@@ -44,12 +44,19 @@ from zoneinfo import ZoneInfo
 
 from memoryd.budget import PROMPT_TOKENS_ALLOWANCE, Budget
 from memoryd.errors import ConcurrentEditError
+from memoryd.extractors import ahead as sending
+from memoryd.extractors.ahead import Ahead, Flight
 from memoryd.extractors.apply import ApplyCounters, StoreSession, apply_answer
-from memoryd.extractors.chunking import Chunk, chunk_to_json
+from memoryd.extractors.chunking import Chunk
 from memoryd.extractors.consumed import ahead_to_commit, cursors_to_commit, record_progress
 from memoryd.extractors.context import build_context
 from memoryd.extractors.contract import RecordMemories
-from memoryd.extractors.extract import Extractor, InvalidAnswerError, RetryRefusedError
+from memoryd.extractors.extract import (
+    ChunkContext,
+    Extractor,
+    InvalidAnswerError,
+    RetryRefusedError,
+)
 from memoryd.extractors.intake import (
     Cleaner,
     Intake,
@@ -73,6 +80,7 @@ from memoryd.state.facade import State
 from memoryd.state.meta import clear_unusable_llm, note_unusable_llm, streak_checked_since
 from memoryd.store.catalog import EntityCatalog
 from memoryd.store.git import GitStore
+from memoryd.store.hosts import record_path
 from memoryd.store.index import INDEX_PATH, write_index
 from memoryd.store.reads import apply_reads
 from memoryd.store.skills import INDEX_FILE, agent_folder
@@ -115,6 +123,7 @@ class HeartbeatOptions:
     host: str = "localhost"  # the name of this host's record in the store
     host_code: int | None = None  # fact ids in this host's range (a store shared by hosts)
     quarantine_after: int = 3
+    concurrency: int = 1  # model calls in flight at once (`memoryd.extractors.ahead`)
 
 
 @dataclass
@@ -166,6 +175,10 @@ class Heartbeat:
         self.budget = Budget(
             settings.daily_usd, settings.heartbeat_usd, settings.model, prices, state, clock
         )
+        self.ahead = Ahead(extractor, settings.concurrency)
+        self.not_ahead: set[str] = set()  # chunks never to send ahead in this heartbeat
+        self._set_aside: list[Flight] = []  # answers given for a context that changed since
+        self._proven: bool | None = None  # whether calls may run ahead (see `llm_proven`)
 
     # -- the whole heartbeat ------------------------------------------------------------------
 
@@ -181,6 +194,40 @@ class Heartbeat:
         chunks = chronological(read.chunks + requeued_chunks(self.state))
         self.report.chunks = len(chunks)
         progress = _Progress()
+        # Idle: nothing to file and no read position moved. No store session (the entity
+        # catalogue is not read), no commit, no model: an idle heartbeat costs a read of the
+        # sources' metadata and two rows in the run history.
+        # Reads queued by agents are work too: their access bumps are filed by a commit.
+        if chunks or self.reads or read.new != read.old or not self._record_in_step():
+            self._process_replanning(chunks, read, progress)
+        self._prune()
+        # Left for the next heartbeat by a share of this one, not by a problem or the day's
+        # budget: the daemon goes on at once.
+        self.report.more_waiting = self.report.more_waiting or (
+            read.more and not self.report.stopped_early
+        )
+        self.report.duration_ms = int((monotonic_time.monotonic() - started) * 1000)
+        self.state.runs.finish(
+            self.run_id,
+            finished_at=self.clock(),
+            outcome=self.report.outcome,
+            commit_sha=self.report.commit,
+            counters=self.report.log_fields(),
+        )
+        log.info("heartbeat.finished", **self.report.log_fields())
+        return self.report
+
+    def _record_in_step(self) -> bool:
+        """Whether this host's record in the store is the one the state database mirrors (else
+        even a heartbeat with nothing new commits it: a database adopted or rebuilt)."""
+        text = UnitOfWork(self.git).read_text(record_path(self.settings.host))
+        try:
+            generation = json.loads(text)["generation"] if text is not None else None
+        except (ValueError, TypeError, KeyError):
+            return False  # the full reader says what is wrong with it, on the commit path
+        return generation == int(self.state.meta.get(GENERATION_KEY) or 0)
+
+    def _process_replanning(self, chunks: list[Chunk], read: Intake, progress: _Progress) -> None:
         for attempt in range(_MAX_REPLANS):
             try:
                 self._process(chunks, read, progress, replay=attempt > 0)
@@ -194,16 +241,6 @@ class Heartbeat:
             # The store kept changing under us: nothing of this heartbeat was written; its
             # answers are journalled, so the next heartbeat files them without calling the model.
             self._stop("the store kept changing while memoryd wrote to it")
-        self.report.duration_ms = int((monotonic_time.monotonic() - started) * 1000)
-        self.state.runs.finish(
-            self.run_id,
-            finished_at=self.clock(),
-            outcome=self.report.outcome,
-            commit_sha=self.report.commit,
-            counters=self.report.log_fields(),
-        )
-        log.info("heartbeat.finished", **self.report.log_fields())
-        return self.report
 
     def dry_run(self) -> dict[str, Any]:
         """What a heartbeat would send now: chunks, estimated tokens and cost. Changes nothing."""
@@ -250,35 +287,12 @@ class Heartbeat:
         )
         pending = PendingOverlay(self.state.pending)
         counters = ApplyCounters()
-        stopped = False
-        for chunk in chunks:
-            if replay and chunk.key not in progress.answers:
-                continue  # a re-plan only re-applies what the first pass applied
-            if not replay and not self._should_process(chunk, progress):
-                continue
-            answer = progress.answers.get(chunk.key)
-            if answer is None:
-                if stopped or self.should_stop():
-                    stopped = stopped or self._stop("shutdown requested")
-                    progress.held_files.update(chunk.files)
-                    self.report.chunks_deferred += 1
-                    continue
-                answer = self._answer(chunk, session, progress)
-                if answer is None:
-                    stopped = self.report.stopped_early
-                    continue
-                progress.answers[chunk.key] = answer
-                progress.done.append(chunk.key)
-            counters.add(
-                apply_answer(
-                    answer,
-                    chunk,
-                    session,
-                    pending=pending,
-                    mentions=self.state.mentions,
-                    min_mentions=self.settings.min_mentions,
-                )
-            )
+        try:
+            self._apply_all(chunks, session, pending, counters, progress, replay=replay)
+        finally:
+            self.ahead.close()
+            sending.settle(self, session, self._set_aside, chunks, progress)
+            self._set_aside = []
         self._settle_invalid_answers(progress)
         if self.reads:
             # Reads by agents (search, context, mcp) count as accesses, once per fact, agent
@@ -299,6 +313,46 @@ class Heartbeat:
         self.report.counters = counters
         self._commit(uow, read, progress, pending)
 
+    def _apply_all(
+        self,
+        chunks: list[Chunk],
+        session: StoreSession,
+        pending: PendingOverlay,
+        counters: ApplyCounters,
+        progress: _Progress,
+        *,
+        replay: bool,
+    ) -> None:
+        stopped = False
+        for index, chunk in enumerate(chunks):
+            if replay and chunk.key not in progress.answers:
+                continue  # a re-plan only re-applies what the first pass applied
+            if not replay and not self._should_process(chunk, progress):
+                continue
+            answer = progress.answers.get(chunk.key)
+            if answer is None:
+                if stopped or self.should_stop():
+                    stopped = stopped or self._stop("shutdown requested")
+                    progress.held_files.update(chunk.files)
+                    self.report.chunks_deferred += 1
+                    continue
+                answer = self._answer(chunk, session, progress, chunks[index + 1 :])
+                if answer is None:
+                    stopped = self.report.stopped_early
+                    continue
+                progress.answers[chunk.key] = answer
+                progress.done.append(chunk.key)
+            counters.add(
+                apply_answer(
+                    answer,
+                    chunk,
+                    session,
+                    pending=pending,
+                    mentions=self.state.mentions,
+                    min_mentions=self.settings.min_mentions,
+                )
+            )
+
     def _should_process(self, chunk: Chunk, progress: _Progress) -> bool:
         record = self.state.journal.get(chunk.key)
         if record is not None and record.state == "committed":
@@ -314,21 +368,18 @@ class Heartbeat:
             return False
         return True
 
-    def _answer(
-        self, chunk: Chunk, session: StoreSession, progress: _Progress
-    ) -> RecordMemories | None:
-        """The chunk's validated answer: from the journal if already paid for, else the model."""
-        stored = self.state.journal.answered(chunk.key)
-        if stored is not None and stored.answer_json is not None:
-            self.report.chunks_reused += 1
-            return RecordMemories.model_validate_json(stored.answer_json)
-        if not self.budget.allows(self._estimate_input(chunk), self.report.cost_usd):
-            self._stop("budget")
-            progress.held_files.update(chunk.files)
-            return None
-        plan = json.dumps(chunk_to_json(chunk), sort_keys=True)
-        self.state.journal.plan(chunk.key, run_id=self.run_id, plan_json=plan, at=self.clock())
-        context = build_context(
+    @property
+    def llm_proven(self) -> bool:
+        """Whether a valid answer (in this heartbeat, or recently) shows that the model works:
+        until then, calls are not sent ahead (`memoryd.extractors.ahead`)."""
+        if self.report.chunks_extracted > 0:
+            return True
+        if self._proven is None:
+            self._proven = sending.proven_recently(self)
+        return self._proven
+
+    def _context(self, chunk: Chunk, session: StoreSession) -> ChunkContext:
+        return build_context(
             chunk,
             tx=session.tx,
             catalog=session.catalog,
@@ -336,25 +387,46 @@ class Heartbeat:
             max_facts=self.settings.context_facts,
             skills_index_path=f"{agent_folder(self.settings.skills_dir, chunk.agent)}/{INDEX_FILE}",
         )
-        estimate = self.budget.estimate(self._estimate_input(chunk))
 
-        def may_retry(used: Usage) -> bool:
-            # The corrective retry is a paid call too: what the first answer cost (not in the
-            # ledger yet) and the retry's estimate must fit, as for any call.
-            first = self.budget.cost_of(used)
-            return self.budget.allows_cost(
-                None if estimate is None else estimate + first, self.report.cost_usd
-            )
-
+    def _answer(
+        self, chunk: Chunk, session: StoreSession, progress: _Progress, upcoming: list[Chunk]
+    ) -> RecordMemories | None:
+        """The chunk's validated answer: from the journal if already paid for, else the model
+        (asked ahead of time, or now; `memoryd.extractors.ahead`)."""
+        stored = self.state.journal.answered(chunk.key)
+        if stored is not None and stored.answer_json is not None:
+            self.report.chunks_reused += 1
+            return RecordMemories.model_validate_json(stored.answer_json)
+        context = self._context(chunk, session)
+        flight = self.ahead.take(chunk.key)
+        if flight is not None and flight.context != context:
+            # Sent ahead, but a chunk applied since changed what it would be shown: ask again.
+            if not flight.future.cancel():
+                self._set_aside.append(flight)
+            self.report.chunks_reextracted += 1
+            flight = None
+        if flight is None:
+            if not sending.fits_budget(self, chunk):
+                # Only the per-heartbeat share is used up when the day's budget still allows
+                # the call on its own: more is waiting for the next heartbeat.
+                estimate = self.budget.estimate(self._estimate_input(chunk))
+                self.report.more_waiting = self.budget.allows_cost(estimate, 0.0)
+                self._stop("budget")
+                progress.held_files.update(chunk.files)
+                return None
+            flight = sending.send(self, chunk, context)
+            self.ahead.take(chunk.key)  # this chunk's own turn: not in flight for later ones
+        sending.send_ahead(self, upcoming, session, progress)
         try:
-            extraction = self.extractor.extract(chunk, context, may_retry)
+            extraction = flight.future.result()
         except RetryRefusedError as error:
             self._charge(error.usage, None)
             self._stop("budget")
             progress.held_files.update(chunk.files)
             return None
         except (InvalidAnswerError, TransientLLMError, PermanentLLMError) as error:
-            self._extraction_failed(chunk, plan, error, progress)
+            # The failure record keeps the whole chunk (`memoryd retry` rebuilds it from there).
+            self._extraction_failed(chunk, sending.full_plan(chunk), error, progress)
             return None
         with self.state.transaction():
             self.state.journal.record_answer(
@@ -366,6 +438,8 @@ class Heartbeat:
             )
             self._charge(extraction.usage, extraction.model)
         self.report.chunks_extracted += 1
+        if self.report.chunks_extracted == 1:
+            sending.note_proven(self)
         self._settle_invalid_answers(progress)  # the model works: they were the chunks' own
         self._answered(valid=True)
         return extraction.answer
@@ -557,11 +631,14 @@ class Heartbeat:
         self.reads_filed = True
         if self.report.outcome == "nothing-new" and (progress.done or self.report.commit):
             self.report.outcome = "ok"
+
+    def _prune(self) -> None:
         # Committed chunks are only looked up again when their file is re-read from a held-back
-        # cursor, within a few heartbeats; keeping them (whole chunk text and answer) for months
-        # would grow the state database without bound.
+        # cursor, within a few heartbeats; keeping them (plan and answer) for months would grow
+        # the state database without bound. The space goes back to the file system.
         pruned = self.state.journal.prune_committed(self.clock() - JOURNAL_RETENTION)
         if pruned:
+            self.state.db.reclaim_space()
             log.info("journal.pruned", chunks=pruned)
 
     def _trailers(self) -> dict[str, str]:

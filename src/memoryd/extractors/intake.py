@@ -53,6 +53,8 @@ class Intake:
     ahead: dict[str, tuple[LineRange, ...]] = field(default_factory=dict)
     # source key -> why the source path itself could not be read (its cursors are kept)
     unreadable: dict[str, str] = field(default_factory=dict)
+    # A source stopped at its per-run read share: more is waiting to be read.
+    more: bool = False
 
 
 def stored_ahead(state: State) -> dict[str, tuple[LineRange, ...]]:
@@ -91,6 +93,7 @@ def read_sources(
                 index_conversation(state, cleaned, zone)
             intake.chunks.extend(cut_chunks(cleaned, zone, chunk_tokens))
         if result.more:
+            intake.more = True
             log.info("source.more_to_read", source=source.key, agent=source.agent)
         if result.unreadable is not None:
             intake.unreadable[source.key] = result.unreadable

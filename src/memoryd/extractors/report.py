@@ -32,6 +32,11 @@ class HeartbeatReport:
     chunks_failed: int = 0
     chunks_quarantined: int = 0
     chunks_deferred: int = 0
+    # Chunks sent ahead and asked again: a chunk applied meanwhile changed their context.
+    chunks_reextracted: int = 0
+    # More is waiting that this heartbeat left for its per-run read or spend share: the daemon
+    # starts the next heartbeat at once (`memoryd.daemon.scheduler`).
+    more_waiting: bool = False
     usage: Usage = field(default_factory=Usage)
     cost_usd: float = 0.0
     commit: str | None = None
@@ -82,6 +87,8 @@ class HeartbeatReport:
             "chunks_empty": self.chunks_empty,
             "chunks_failed": self.chunks_failed,
             "chunks_quarantined": self.chunks_quarantined,
+            "chunks_reextracted": self.chunks_reextracted,
+            "more_waiting": self.more_waiting,
             "input_tokens": self.usage.input_tokens,
             "output_tokens": self.usage.output_tokens,
             "cache_read_tokens": self.usage.cache_read_input_tokens,

@@ -54,6 +54,8 @@ def heartbeat_options(settings: Settings, host: str) -> HeartbeatOptions:
         host=host,
         # A store shared by several hosts numbers each host's facts in its own range.
         host_code=host_id_code(host) if settings.git.push else None,
+        # The markers provider asks no model: nothing to wait for, nothing to run ahead.
+        concurrency=settings.llm.concurrency if settings.llm.provider != "markers" else 1,
     )
 
 

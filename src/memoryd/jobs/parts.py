@@ -8,14 +8,16 @@ model (`--version`, `status`, `check`, `explain`, a dry run) start without payin
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import TYPE_CHECKING
 
 from memoryd.charsafe import strip_unsafe
 from memoryd.errors import ConfigError
 from memoryd.extractors.extract import Extractor, LLMExtractor, MarkersExtractor
 from memoryd.jobs.environment import Clock, Environment
+from memoryd.llm.base import ToolRequest, ToolResult
 from memoryd.redaction import redact, secret_kinds
 from memoryd.settings import Settings, find_api_key, find_base_url
 from memoryd.sources.clean import clean_conversation
@@ -96,15 +98,48 @@ def make_cleaner(settings: Settings) -> Callable[[Conversation], Conversation | 
 
 @contextmanager
 def extractor_for(settings: Settings, env: Environment) -> Iterator[Extractor]:
-    """The configured extractor: the model through the API, or the markers provider."""
+    """The configured extractor: the model through the API, or the markers provider.
+
+    The API client (and with it the `anthropic` SDK) is only built when the first chunk is
+    sent, so a heartbeat with nothing new never imports it; a missing key is reported at once
+    all the same."""
     scrub = make_scrubber(settings)
-    with llm_client_for(settings, env) as client:
-        if client is None:
-            yield MarkersExtractor(scrub=scrub)
-        else:
-            yield LLMExtractor(
-                client,
-                model=settings.llm.model,
-                max_tokens=settings.llm.max_output_tokens,
-                scrub=scrub,
-            )
+    if settings.llm.provider == "markers":
+        yield MarkersExtractor(scrub=scrub)
+        return
+    with _LazyClient(settings, env) as client:
+        yield LLMExtractor(
+            client,
+            model=settings.llm.model,
+            max_tokens=settings.llm.max_output_tokens,
+            scrub=scrub,
+        )
+
+
+class _LazyClient:
+    """An `LLMClient` that opens the Anthropic client on its first call (from any thread) and
+    closes it on exit. Raise ConfigError on entry when no API key can be found."""
+
+    def __init__(self, settings: Settings, env: Environment) -> None:
+        self._settings = settings
+        self._env = env
+        self._lock = threading.Lock()
+        self._stack = ExitStack()
+        self._client: AnthropicClient | None = None
+
+    def __enter__(self) -> _LazyClient:
+        api_key, where = find_api_key(self._settings, self._env.environ)
+        if not api_key:
+            raise ConfigError(None, [f"At 'llm': no API key found ({where}); run `memoryd check`"])
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._stack.close()
+
+    def call_tool(self, request: ToolRequest) -> ToolResult:
+        with self._lock:
+            if self._client is None:
+                client = self._stack.enter_context(llm_client_for(self._settings, self._env))
+                assert client is not None  # noqa: S101 - the provider is not "markers"
+                self._client = client
+        return self._client.call_tool(request)

@@ -11,8 +11,10 @@ This is the only module that imports `anthropic`. Its invariants:
   Retried: 408, 409, 429, 5xx (529 included), connection errors and timeouts, with jittered
   exponential backoff, or the server's `retry-after-ms` / `retry-after` when given, never
   waiting more than `max_wait_seconds` at a time. `x-should-retry: true|false` overrides the
-  status. Never retried: spend-limit answers and every other 4xx (400, 401, 403, 404, 413,
-  422, ...).
+  status. A `retry-after` also holds every other call of the client in flight, and an answer
+  saying a rate limit is used up (`anthropic-ratelimit-*-remaining: 0`) holds the next
+  requests until its reset (`memoryd.llm.ratelimit`). Never retried: spend-limit answers and
+  every other 4xx (400, 401, 403, 404, 413, 422, ...).
 - Failures are typed by what the caller can do (`memoryd.llm.base`). About the account, key,
   model or endpoint, whatever is sent (`UnusableLLMError`, exit 78): 401 authentication, 403
   permission, a 400 saying the credit balance is too low, and, for a message or a batch, 404
@@ -58,6 +60,7 @@ from memoryd.llm.base import (
     validate_custom_ids,
 )
 from memoryd.llm.prices import Usage
+from memoryd.llm.ratelimit import RateGate, retry_after_seconds
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 DEFAULT_MAX_WAIT_SECONDS = 60.0
@@ -127,6 +130,8 @@ class AnthropicClient:
         self._rng = rng if rng is not None else random.Random()  # noqa: S311 - jitter, not crypto
         self._max_wait_seconds = max_wait_seconds
         self._initial_wait_seconds = initial_wait_seconds
+        # Shared by every call of this client, from whichever thread (`memoryd.llm.ratelimit`).
+        self._gate = RateGate(sleep, max_wait_seconds=max_wait_seconds)
         self._sdk = anthropic.Anthropic(
             api_key=api_key,
             base_url=base_url or DEFAULT_BASE_URL,
@@ -164,10 +169,17 @@ class AnthropicClient:
     def call_tool(self, request: ToolRequest) -> ToolResult:
         """Send one forced-tool request; see `LLMClient.call_tool`."""
         params = message_params(request)
-        message = self._call(
-            "messages.create", lambda: self._sdk.messages.create(**params), model=request.model
-        )
-        result = _tool_result(message, request.tool.name, message._request_id, self.endpoint)
+        request_id: str | None = None
+
+        def create() -> Message:
+            nonlocal request_id
+            raw = self._sdk.messages.with_raw_response.create(**params)
+            self._gate.observe(raw.headers, failed=False)  # a rate limit used up: slow down
+            request_id = raw.request_id
+            return cast(Message, raw.parse())
+
+        message = self._call("messages.create", create, model=request.model)
+        result = _tool_result(message, request.tool.name, request_id, self.endpoint)
         _logger().debug(
             "llm.called",
             model=result.model,
@@ -259,7 +271,12 @@ class AnthropicClient:
         def attempt() -> _T:
             nonlocal attempts
             attempts += 1
-            return action()
+            self._gate.wait()
+            try:
+                return action()
+            except anthropic.APIStatusError as error:
+                self._gate.observe(error.response.headers, failed=True)
+                raise
 
         retrying = Retrying(
             retry=retry_if_exception(_is_retryable),
@@ -393,18 +410,7 @@ def _retry_after_seconds(error: BaseException | None) -> float | None:
     """
     if not isinstance(error, anthropic.APIStatusError):
         return None
-    headers = error.response.headers
-    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-        raw = headers.get(name)
-        if raw is None:
-            continue
-        try:
-            value = float(raw) * scale
-        except ValueError:
-            continue
-        if value > 0:
-            return value
-    return None
+    return retry_after_seconds(error.response.headers)
 
 
 def _log_retry(operation: str, state: RetryCallState) -> None:

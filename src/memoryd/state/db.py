@@ -172,6 +172,19 @@ class StateDB:
             raise _translate(error, self._path) from error
         return row
 
+    def reclaim_space(self) -> None:
+        """Give the pages freed by deletions back to the file system (a no-op in a database
+        made before migration 4 that could not be vacuumed), and fold the write-ahead log
+        back into the file, truncating it, unless a reader holds it."""
+        if self.in_transaction:
+            return  # inside a transaction the freed pages are not free yet
+        try:
+            # Through sqlite3_exec, which steps the pragma to its end: each step frees a page.
+            self._connection.executescript("PRAGMA incremental_vacuum;")
+        except sqlite3.Error as error:
+            raise _translate(error, self._path) from error
+        self.query("PRAGMA wal_checkpoint(TRUNCATE)")
+
     def scalar(self, sql: str, parameters: Parameters = ()) -> Any:
         row = self.query_one(sql, parameters)
         return None if row is None else row[0]
@@ -216,6 +229,8 @@ class StateDB:
                 raise StateVersionError(self._path, current, supported)
             if current == supported:
                 return
+            for statement in migrations[current].unlocked:
+                self.execute(statement)
             with self.transaction():
                 # Read again under the write lock: another process may have migrated meanwhile.
                 current = self.schema_version

@@ -3,7 +3,8 @@
 Each chunk, keyed by a chunk key the pipeline builds (agent, file, byte range, digest), moves
 through four states, each recorded before the step it guards:
 
-    planned    its plan (opaque JSON: file, byte range, ...) is known; the model is about to be
+    planned    its plan (opaque JSON: the pipeline keeps where the chunk is and what it says,
+               files, line range and digest, not its text) is known; the model is about to be
                called. Nothing was paid yet.
     answered   the validated answer and its usage are stored, before anything is applied: an
                answer received is never paid for again.

@@ -17,6 +17,9 @@ class Migration:
     version: int
     description: str
     statements: tuple[str, ...]
+    # Run before the migration's transaction, outside any (VACUUM cannot run inside one); they
+    # must be safe to run again, since a crash before the version bump repeats them.
+    unlocked: tuple[str, ...] = ()
 
 
 _CREATE_V1 = (
@@ -169,8 +172,15 @@ _CREATE_REWRITE_ANSWERS = (
     ) STRICT""",
 )
 
+# Version 4: space freed by pruning goes back to the file system. With auto_vacuum INCREMENTAL
+# (set once, with a VACUUM, which also gives back what earlier prunes left free), each prune is
+# followed by `PRAGMA incremental_vacuum` (`StateDB.reclaim_space`), so the database shrinks
+# after the journal's 14-day prune instead of keeping its largest size for ever.
+_INCREMENTAL_VACUUM = ("PRAGMA auto_vacuum = INCREMENTAL", "VACUUM")
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial schema", _CREATE_V1),
     Migration(2, "drop the chunk journal's planned writes", _DROP_CHUNK_WRITES),
     Migration(3, "journal the rewrite's summary answers", _CREATE_REWRITE_ANSWERS),
+    Migration(4, "give space freed by pruning back", (), unlocked=_INCREMENTAL_VACUUM),
 )

@@ -19,6 +19,7 @@ from typing import Generic, TypeVar
 from memoryd.store.text import words
 
 Key = TypeVar("Key", bound=Hashable)
+_REMEMBERED = 32  # texts whose answers `find` keeps
 
 
 @dataclass
@@ -32,12 +33,20 @@ class LabelMatcher(Generic[Key]):
     """Labels (as word sequences) mapped to the keys they stand for."""
 
     _root: _Node[Key] = field(default_factory=_Node)
+    # What `find` answered for the last texts, kept up to date as labels are added. A chunk
+    # sent ahead has its context built again after every chunk applied
+    # (`memoryd.extractors.ahead`).
+    _found: dict[str, tuple[tuple[str, ...], frozenset[Key]]] = field(default_factory=dict)
 
     def add(self, label: str, key: Key) -> None:
         """Register `label` as a way of mentioning `key`. A label without words is ignored."""
         sequence = words(label)
         if not sequence:
             return
+        # The remembered answers stay right: only the new label can add to them.
+        for text, (tokens, known) in self._found.items():
+            if key not in known and _occurs(tuple(sequence), tokens):
+                self._found[text] = (tokens, known | {key})
         node = self._root
         for word in sequence:
             node = node.children.setdefault(word, _Node())
@@ -45,7 +54,15 @@ class LabelMatcher(Generic[Key]):
 
     def find(self, text: str) -> set[Key]:
         """Keys whose labels occur in `text` as whole words (case- and accent-insensitive)."""
-        tokens = words(text)
+        remembered = self._found.get(text)
+        if remembered is None:
+            if len(self._found) >= _REMEMBERED:
+                self._found.clear()
+            tokens = tuple(words(text))
+            remembered = self._found[text] = (tokens, frozenset(self._walk(tokens)))
+        return set(remembered[1])
+
+    def _walk(self, tokens: tuple[str, ...]) -> set[Key]:
         found: set[Key] = set()
         for start in range(len(tokens)):
             node = self._root
@@ -56,3 +73,17 @@ class LabelMatcher(Generic[Key]):
                 found |= child.keys
                 node = child
         return found
+
+
+def _occurs(sequence: tuple[str, ...], tokens: tuple[str, ...]) -> bool:
+    """Whether `sequence` occurs in `tokens` as consecutive words."""
+    first, size = sequence[0], len(sequence)
+    start = 0
+    while True:
+        try:
+            start = tokens.index(first, start)
+        except ValueError:
+            return False
+        if tokens[start : start + size] == sequence:
+            return True
+        start += 1

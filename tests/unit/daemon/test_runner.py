@@ -105,6 +105,16 @@ def test_a_job_waiting_on_the_llm_is_abandoned_after_the_grace() -> None:
     assert not tracker.snapshot().in_llm_call
 
 
+def test_overlapping_llm_calls_keep_the_mark_until_the_last_one_returns() -> None:
+    tracker = JobTracker(FakeMonotonic())
+    tracker.begin("heartbeat", "r1")
+    with tracker.llm_call():
+        with tracker.llm_call():
+            assert tracker.snapshot().in_llm_call
+        assert tracker.snapshot().in_llm_call  # the first call is still in flight
+    assert not tracker.snapshot().in_llm_call
+
+
 def test_a_job_at_work_on_files_is_waited_for_until_it_ends() -> None:
     tracker = JobTracker(FakeMonotonic())
     tracker.begin("heartbeat", "r1")

@@ -305,3 +305,21 @@ def test_listeners_log_missed_runs_and_errors(root: Path) -> None:
     assert logs[0]["scheduled"] == NOW.isoformat()
     assert logs[1]["reason"] == "the previous run was still going"
     assert "boom" in logs[2]["error"]
+
+
+def test_a_heartbeat_that_left_work_for_its_share_is_followed_at_once(root: Path) -> None:
+    from memoryd.daemon.schedule import CONTINUE_HEARTBEAT_JOB
+    from memoryd.extractors.report import HeartbeatReport
+
+    daemon = make_daemon(root)
+    daemon._continue_if_more(HeartbeatReport("r1"))  # nothing waiting
+    assert daemon.scheduler.get_job(CONTINUE_HEARTBEAT_JOB) is None
+    with capture_logs() as logs:
+        daemon._continue_if_more(HeartbeatReport("r2", more_waiting=True))
+    job = daemon.scheduler.get_job(CONTINUE_HEARTBEAT_JOB)
+    assert job is not None and job.misfire_grace_time is None
+    assert [e["run_id"] for e in logs if e["event"] == "heartbeat.continuing"] == ["r2"]
+    stopping = make_daemon(root)
+    stopping._stopping.set()
+    stopping._continue_if_more(HeartbeatReport("r3", more_waiting=True))  # stopping: no more
+    assert stopping.scheduler.get_job(CONTINUE_HEARTBEAT_JOB) is None

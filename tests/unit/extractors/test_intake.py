@@ -10,6 +10,7 @@ import json
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
+from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -27,8 +28,9 @@ from memoryd.extractors.intake import (
 )
 from memoryd.settings import SourceSettings
 from memoryd.sources.clean import clean_conversation
+from memoryd.sources.cursor import FileCursor
 from memoryd.sources.model import Conversation
-from memoryd.sources.reader import SourceReader
+from memoryd.sources.reader import ReadResult, SourceReader
 from memoryd.state import State
 
 NOW = datetime(2026, 3, 10, 12, 0, tzinfo=UTC)
@@ -374,3 +376,20 @@ def test_a_requeued_chunk_whose_plan_is_unreadable_is_logged_and_skipped(state: 
     assert sorted(
         entry["chunk_key"] for entry in logs if entry["event"] == "chunk.unreadable_plan"
     ) == ["bad-zone", "no-turns", "not-a-plan"]
+
+
+class _SmallReads(SourceReader):
+    """A reader whose per-run read share is a few hundred bytes."""
+
+    def read(self, cursors: Mapping[str, FileCursor], **options: Any) -> ReadResult:
+        return super().read(cursors, max_bytes=300, **options)
+
+
+def test_a_source_stopped_at_its_read_share_says_more_is_waiting(state: State, logs: Path) -> None:
+    rows = [said("user", f"line {n} " + "x" * 80, START + timedelta(minutes=n)) for n in range(20)]
+    write_log(logs / "a.jsonl", rows)
+    whole = read(state, source_of(logs))
+    assert not whole.more
+    settings = SourceSettings(format="jsonl", path=str(logs))
+    small = Source("ops", f"jsonl:{logs}", _SmallReads("ops", settings))
+    assert read(state, small).more

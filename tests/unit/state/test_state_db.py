@@ -248,3 +248,23 @@ def test_a_malformed_database_is_reported_as_corrupt_with_the_remedy(state_path:
         State.open(state_path)
 
     assert "rebuilds the state from the store" in str(caught.value)
+
+
+def test_an_older_database_is_switched_to_incremental_vacuum_and_shrinks_after_deletes(
+    state_path: Path,
+) -> None:
+    with StateDB.open(state_path, migrations=MIGRATIONS[:3]) as db:
+        assert db.scalar("PRAGMA auto_vacuum") == 0  # none, as databases before version 4
+        db.execute("CREATE TABLE filler (body TEXT) STRICT")
+        db.execute_many("INSERT INTO filler VALUES (?)", [("x" * 4000,)] * 500)
+    with StateDB.open(state_path) as db:
+        assert db.schema_version == len(MIGRATIONS)
+        assert db.scalar("PRAGMA auto_vacuum") == 2  # incremental
+        db.reclaim_space()
+        full = state_path.stat().st_size
+        db.execute("DELETE FROM filler")
+        db.reclaim_space()
+        assert state_path.stat().st_size < full / 4
+        assert state_path.with_name(state_path.name + "-wal").stat().st_size == 0  # folded in
+        with db.transaction():
+            db.reclaim_space()  # not inside a transaction: nothing is freed yet there

@@ -310,3 +310,31 @@ def test_archiving_onto_an_occupied_folder_is_refused_and_moves_nothing(
     current = catalog.by_ref("projects/launch")
     assert current is not None
     assert current.status == "active"
+
+
+def test_a_text_searched_again_finds_the_labels_added_since() -> None:
+    from memoryd.store.labels import LabelMatcher
+
+    matcher: LabelMatcher[str] = LabelMatcher()
+    matcher.add("Jane Doe", "jane")
+    text = "We met José Díaz and Jane Doe; ACME Corp sent the contract."
+    assert matcher.find(text) == {"jane"}
+    matcher.add("Acme Corp", "acme")  # occurs in the text: the remembered answer gains it
+    matcher.add("Corp Acme", "other")  # its words, but not in this order
+    matcher.add("Jose Diaz", "jose")  # accents folded
+    matcher.add("Jane", "jane")  # a second label of a key already found
+    assert matcher.find(text) == {"jane", "acme", "jose"}
+    fresh: LabelMatcher[str] = LabelMatcher()
+    for label, key in [
+        ("Jane Doe", "jane"),
+        ("Acme Corp", "acme"),
+        ("Corp Acme", "other"),
+        ("Jose Diaz", "jose"),
+    ]:
+        fresh.add(label, key)
+    assert fresh.find(text) == matcher.find(text)
+    found = matcher.find(text)
+    found.add("mutated")  # the caller's copy: the remembered answer is not changed
+    assert "mutated" not in matcher.find(text)
+    for number in range(40):  # more texts than are remembered: still right
+        assert matcher.find(f"text {number} about Jane Doe") == {"jane"}
