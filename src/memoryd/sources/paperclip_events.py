@@ -13,9 +13,12 @@ complete stdout line is one JSON event; its shape depends on the adapter:
   `reasoning`, `file_change`, `web_search`, `todo_list` and `error` items carry no dialogue.
 - `gemini_local` (`gemini --output-format stream-json`): `message` events with `role` and
   string `content` (assistant replies stream as `delta` pieces, merged back into one message),
-  `tool_result` events with `output`.
+  `tool_result` events with `output`; also the envelope Paperclip's own gemini parser reads:
+  `assistant` / `user` events whose `message` is a string or has `text` / `output_text` parts,
+  top-level `text` events, and `tool_call` events whose `completed` subtype carries the result.
 - `opencode_local` (`opencode run --format json`): `text` events whose `part.text` is the
-  assistant's, `tool_use` events whose `part.state.output` is tool output.
+  assistant's, `tool_use` events whose `part.state.output` is tool output, `reasoning` events
+  (thinking: dropped).
 - `pi_local` (`pi --mode json`): `message_end` events carrying a finished pi message (`role`
   user, assistant or toolResult, content blocks as in OpenClaw sessions).
 - Lifecycle events of all of them (`system`, `result`, `thread.started`, `turn.*`,
@@ -61,8 +64,13 @@ _LIFECYCLE = frozenset(
         "tool_execution_update",
         "tool_execution_end",
         "tool_use",  # gemini's call announcement (opencode's carries output: handled first)
-        "tool_call",
+        "tool_call",  # a call starting (a completed one carries output: handled first)
         "stream_event",
+        "session",  # pi's session header
+        "reasoning",  # opencode's thinking: never sent, like every thinking block
+        "thinking",  # gemini's
+        "step_complete",
+        "error",  # an error the CLI printed: no dialogue (the run's stderr says more)
     }
 )
 _SILENT_CODEX_ITEMS = frozenset({"reasoning", "file_change", "web_search", "todo_list", "error"})
@@ -92,8 +100,12 @@ def decode_event(event: dict[str, object]) -> Decoded:
 
 def _claude_event(event: dict[str, object]) -> Decoded | None:
     message = event.get("message")
+    if isinstance(message, str):  # gemini's envelope as Paperclip reads it: the text alone
+        message = {"content": message}
     if not isinstance(message, dict):
         return None
+    if "content" not in message and isinstance(message.get("text"), str):
+        message = {**message, "content": message["text"]}
     return _claude(str(event["type"]), message, event)
 
 
@@ -117,9 +129,27 @@ def _tool_result_event(event: dict[str, object]) -> Decoded | None:
 def _text_event(event: dict[str, object]) -> Decoded | None:
     part = event.get("part")
     if not isinstance(part, dict):
-        return None
+        # gemini's top-level text event
+        loose = event.get("text", event.get("content"))
+        if not isinstance(loose, str):
+            return None
+        return Decoded([Part("assistant", loose)] if loose.strip() else [])
     text = text_of(part.get("text"))
     return Decoded([Part("assistant", text)] if text else [], merge_id=_string(part, "id"))
+
+
+def _tool_call_event(event: dict[str, object]) -> Decoded | None:
+    """gemini's `tool_call` event: `{"subtype": "completed", "tool_call": {NAME: {"result"}}}`."""
+    subtype = event.get("subtype")
+    call = event.get("tool_call")
+    if subtype not in {"completed", "complete", "finished"} or not isinstance(call, dict):
+        return None  # a call starting: lifecycle
+    outputs = [
+        payload.get("result", payload.get("output", payload.get("error")))
+        for payload in call.values()
+        if isinstance(payload, dict)
+    ]
+    return _tool("\n".join(tool_output_text(output) for output in outputs if output is not None))
 
 
 def _tool_use_event(event: dict[str, object]) -> Decoded | None:
@@ -147,6 +177,7 @@ _HANDLERS: dict[str, Callable[[dict[str, object]], Decoded | None]] = {
     "tool_result": _tool_result_event,
     "text": _text_event,
     "tool_use": _tool_use_event,
+    "tool_call": _tool_call_event,
     "message_end": _message_end_event,
 }
 

@@ -262,3 +262,40 @@ def test_the_counts_kept_for_status_stay_bounded(tmp_path: Path) -> None:
     assert len(counts) == 20
     assert sum(counts.values()) == 30
     assert counts["other reasons"] == 11
+
+
+def test_the_envelopes_paperclip_s_own_parsers_read_are_read_too(tmp_path: Path) -> None:
+    """Paperclip's gemini parser also takes `assistant`/`user` events with a string or `text`
+    message, top-level `text` events and completed `tool_call` events; opencode prints
+    `reasoning` events and pi a `session` header: none of them is dialogue lost or a shape
+    memoryd does not know."""
+    events: list[tuple[int, Any]] = [
+        (0, {"type": "session", "id": "pi-1"}),
+        (0, {"type": "user", "message": "Which room?"}),
+        (1, {"type": "assistant", "message": {"text": "Room B."}}),
+        (1, {"type": "thinking", "text": DECOY}),
+        (1, {"type": "reasoning", "part": {"text": DECOY}}),
+        (2, {"type": "tool_call", "subtype": "started", "tool_call": {"read": {"args": {}}}}),
+        (
+            2,
+            {
+                "type": "tool_call",
+                "subtype": "completed",
+                "tool_call": {"read": {"result": "booking sheet"}},
+            },
+        ),
+        (3, {"type": "text", "text": "Booked."}),
+        (3, {"type": "error", "message": "rate limited, retrying"}),
+    ]
+    write_paperclip_run(run_path(tmp_path), events)
+    reader = make_reader("paperclip", tmp_path / "run-logs")
+    with capture_logs() as logs:
+        result = read_once(reader)
+    assert [(t.role, t.text) for t in all_turns(result)] == [
+        ("user", "Which room?"),
+        ("assistant", "Room B."),
+        ("tool", "booking sheet"),
+        ("assistant", "Booked."),
+    ]
+    assert [e for e in logs if e["event"] == "source.skipped"] == []
+    assert DECOY not in "".join(t.text for t in all_turns(result))
