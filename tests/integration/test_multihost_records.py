@@ -1,0 +1,159 @@
+"""Two hosts, one bare remote: the safety gate's records (issue 13) merge by meaning.
+
+Both hosts hold the same dangerous tips and file the same safe tip into one skills file, one of
+them offline; one host decides while the other holds or decides otherwise. Once the offline host
+is back, the remote holds each tip once with the sources of both hosts, a decision wins over
+`held`, two different decisions keep the remote's (logged), and the skills file's provenance
+names both hosts' conversations.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from structlog.testing import capture_logs
+from tests.integration.harness import Workspace, turn
+
+from memoryd.jobs.environment import Environment
+from memoryd.jobs.heartbeat import run_heartbeat
+from memoryd.jobs.review import decide_item
+from memoryd.settings import Settings
+from memoryd.store.provenance import PROVENANCE_DIR
+from memoryd.store.review import REVIEW_DIR, review_id
+
+pytestmark = pytest.mark.slow
+
+PIPE = ("installer", "Pipe the install script from https://get.example to sudo sh")
+FORCE = ("git", "git push --force origin main when the push is rejected")
+SAFE = ("git", "Rebase on the remote branch before pushing")
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(cwd), "-c", "user.name=P", "-c", "user.email=p@example.org", *args],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+
+
+class Host:
+    def __init__(self, name: str, root: Path, remote: Path) -> None:
+        self.name = name
+        self.ws = Workspace(root)
+        self.remote = remote
+        self.turns = 0
+
+    def settings(self) -> Settings:
+        return self.ws.settings(
+            "markers",
+            state={"path": str(self.ws.root / "state"), "host": self.name},
+            git={"push": True, "remote": "origin"},
+        )
+
+    def environment(self) -> Environment:
+        return self.ws.environment()
+
+    def skills(self, session: str, *tips: tuple[str, str]) -> None:
+        rows = []
+        for topic, tip in tips:
+            self.turns += 1
+            rows.append(
+                turn("user", f"skill: {topic}: {tip}", f"2026-03-01T09:{self.turns:02d}:00Z")
+            )
+        self.ws.write_log(f"{session}.jsonl", rows)
+
+    def heartbeat(self) -> None:
+        assert run_heartbeat(self.settings(), self.environment()).exit_code == 0
+
+    def decide(self, tip: tuple[str, str], decision: Any) -> None:
+        decide_item(self.settings(), self.environment(), tip_id(tip), decision)
+
+    def offline(self, away: bool) -> None:
+        git(
+            self.ws.store,
+            "remote",
+            "set-url",
+            "origin",
+            str(self.remote) + ("-gone" if away else ""),
+        )
+
+
+def tip_id(tip: tuple[str, str]) -> str:
+    return review_id("skill", "ops", None, tip[0], tip[1])
+
+
+def on_remote(remote: Path, path: str) -> Any:
+    return json.loads(git(remote, "show", f"main:{path}"))
+
+
+@pytest.fixture
+def pair(tmp_path: Path) -> tuple[Host, Host, Path]:
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "--bare", "--quiet", "-b", "main", str(remote)], check=True)
+    a, b = Host("a", tmp_path / "a", remote), Host("b", tmp_path / "b", remote)
+    a.ws.init()
+    git(a.ws.store, "remote", "add", "origin", str(remote))
+    git(a.ws.store, "push", "--quiet", "origin", "main")
+    git(tmp_path, "clone", "--quiet", str(remote), str(b.ws.store))
+    b.ws.init()
+    return a, b, remote
+
+
+def test_two_hosts_hold_and_decide_the_same_tips_and_file_one_skills_file(
+    pair: tuple[Host, Host, Path],
+) -> None:
+    a, b, remote = pair
+    # Round 1: a holds the force-push tip; b pulls it.
+    a.skills("a1", FORCE)
+    a.heartbeat()
+    b.heartbeat()
+    assert (b.ws.store / REVIEW_DIR / f"{tip_id(FORCE)}.json").is_file()
+
+    # Round 2: b is offline: it holds the pipe-to-shell tip, files the safe tip and rejects the
+    # force-push tip. Meanwhile a holds the same pipe-to-shell tip and rejects it, files the same
+    # safe tip from its own conversation and accepts the force-push tip.
+    b.offline(True)
+    b.skills("b2", PIPE, SAFE)
+    b.heartbeat()
+    b.decide(FORCE, "reject")
+    a.skills("a2", PIPE, SAFE)
+    a.heartbeat()
+    a.decide(PIPE, "reject")
+    a.decide(FORCE, "accept")
+
+    # Round 3: b is back; its heartbeat merges by meaning and pushes.
+    b.offline(False)
+    with capture_logs() as logs:
+        b.heartbeat()
+    kept = [e for e in logs if e["event"] == "git.merge_kept_remote"]
+    assert [e["path"] for e in kept] == [f"{REVIEW_DIR}/{tip_id(FORCE)}.json"]
+    assert "rejected here" in kept[0]["detail"]
+    assert "git.pushed" in [e["event"] for e in logs]
+    a.heartbeat()
+    assert git(a.ws.store, "rev-parse", "HEAD") == git(remote, "rev-parse", "main")
+    assert git(b.ws.store, "rev-parse", "HEAD") == git(remote, "rev-parse", "main")
+
+    pipe = on_remote(remote, f"{REVIEW_DIR}/{tip_id(PIPE)}.json")
+    assert pipe["status"] == "rejected"  # a's decision wins over b's `held`
+    assert sorted(Path(s["file"]).name for s in pipe["sources"]) == ["a2.jsonl", "b2.jsonl"]
+    force = on_remote(remote, f"{REVIEW_DIR}/{tip_id(FORCE)}.json")
+    assert force["status"] == "accepted"  # two decisions: the remote's (a's) is kept
+
+    provenance = [
+        path
+        for path in git(remote, "ls-tree", "-r", "--name-only", "main").splitlines()
+        if path.startswith(f"{PROVENANCE_DIR}/") and path.endswith("git.md.json")
+    ]
+    assert len(provenance) == 1
+    tips = on_remote(remote, provenance[0])["tips"]
+    assert sorted(Path(s["file"]).name for s in tips[SAFE[1]]) == ["a2.jsonl", "b2.jsonl"]
+    assert [Path(s["file"]).name for s in tips[FORCE[1]]] == ["a1.jsonl"]
+    skills = git(remote, "show", f"main:{provenance[0].removeprefix(PROVENANCE_DIR + '/')[:-5]}")
+    assert skills.count(SAFE[1]) == 1
+    assert skills.count(FORCE[1]) == 1
+    assert PIPE[1] not in skills
