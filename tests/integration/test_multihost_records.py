@@ -4,7 +4,9 @@ Both hosts hold the same dangerous tips and file the same safe tip into one skil
 them offline; one host decides while the other holds or decides otherwise. Once the offline host
 is back, the remote holds each tip once with the sources of both hosts, a decision wins over
 `held`, two different decisions keep the remote's (logged), and the skills file's provenance
-names both hosts' conversations.
+names both hosts' conversations. And the weekly rewrite, like the heartbeat, pulls once recovery
+is done, so a person's uncommitted edit withheld for a secret is carried over, not a reason to
+skip the pull.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from tests.integration.harness import Workspace, turn
 from memoryd.jobs.environment import Environment
 from memoryd.jobs.heartbeat import run_heartbeat
 from memoryd.jobs.review import decide_item
+from memoryd.jobs.rewrite import run_rewrite
 from memoryd.settings import Settings
 from memoryd.store.provenance import PROVENANCE_DIR
 from memoryd.store.review import REVIEW_DIR, review_id
@@ -157,3 +160,38 @@ def test_two_hosts_hold_and_decide_the_same_tips_and_file_one_skills_file(
     assert skills.count(SAFE[1]) == 1
     assert skills.count(FORCE[1]) == 1
     assert PIPE[1] not in skills
+
+
+def test_the_rewrite_pulls_after_recovery_carrying_a_withheld_hand_edit(
+    pair: tuple[Host, Host, Path], tmp_path: Path
+) -> None:
+    a, _b, remote = pair
+    a.ws.write_log(
+        "a1.jsonl",
+        [turn("user", "remember: person Jane Doe: Lives in Berlin", "2026-03-01T09:00:00Z")],
+    )
+    a.heartbeat()
+    secret = "sk-ant-api03-" + "Zq9Xw8Vu7Ts6" * 7 + "abcdefghAA"
+    tacit = a.ws.store / "MEMORY.md"
+    tacit.write_text(
+        tacit.read_text(encoding="utf-8") + f"- My key is {secret}\n", encoding="utf-8"
+    )
+    person = tmp_path / "person"
+    git(tmp_path, "clone", "--quiet", str(remote), str(person))
+    with (person / "MEMORY.md").open("a", encoding="utf-8") as handle:
+        handle.write("- Prefers tea\n")
+    git(person, "commit", "--quiet", "-am", "tacit by hand")
+    git(person, "push", "--quiet", "origin", "main")
+
+    with capture_logs() as logs:
+        run_rewrite(a.settings(), a.environment())
+    events = [e["event"] for e in logs]
+    assert "git.local_edit_carried" in events
+    assert "git.pull_skipped" not in events
+    assert events.index("git.pulled") < events.index("rewrite.started")
+    on_disk = tacit.read_text(encoding="utf-8")
+    assert "- Prefers tea\n" in on_disk and secret in on_disk
+    pushed = git(remote, "show", "main:MEMORY.md")
+    assert "- Prefers tea\n" in pushed and secret not in pushed
+    assert git(a.ws.store, "rev-parse", "HEAD") == git(remote, "rev-parse", "main")
+    assert a.ws.git("status", "--porcelain").strip() == "M MEMORY.md"
