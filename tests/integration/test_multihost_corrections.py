@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from memoryd.errors import EXIT_OK, EXIT_USAGE
+from memoryd.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from memoryd.store.items import host_id_code
 from memoryd.store.review import review_id
 
@@ -156,3 +156,31 @@ def test_corrections_and_decisions_reach_the_other_host(tmp_path: Path) -> None:
         assert json.loads((host.store / JANE).read_text(encoding="utf-8")) == list(
             remote_facts(remote).values()
         )
+
+
+def test_a_correction_whose_push_keeps_failing_exits_1_and_status_says_so(tmp_path: Path) -> None:
+    host = Host("host-a", tmp_path / "a")
+    config = host.root / "memoryd.toml"
+    config.write_text(
+        config.read_text(encoding="utf-8").replace(
+            'remote = "origin"', 'remote = "origin"\npush_failure_limit = 1'
+        ),
+        encoding="utf-8",
+    )
+    host.ok("init")
+    git(host.store, "remote", "add", "origin", str(tmp_path / "nowhere.git"))
+    host.say("remember: person Jane Doe: Lives in Berlin", f"skill: {TIP[0]}: {TIP[1]}")
+    assert host.run("heartbeat").returncode == EXIT_FAILED
+    forget = host.run("forget", host.fact_id(1), "--reason", "wrong")
+    assert forget.returncode == EXIT_FAILED, forget.stdout + forget.stderr
+    assert "retracted (commit" in forget.stdout
+    assert "push to origin failed 2 jobs in a row" in forget.stdout
+    item = review_id("skill", "ops", None, TIP[0], TIP[1])
+    reject = host.run("review", "reject", item)
+    assert reject.returncode == EXIT_FAILED, reject.stdout + reject.stderr
+    assert f"{item} rejected" in reject.stdout
+    assert "push to origin failed 3 jobs in a row" in reject.stdout
+    facts = json.loads((host.store / JANE).read_text(encoding="utf-8"))
+    assert facts[0]["status"] == "retracted"
+    assert git(host.store, "status", "--porcelain") == ""
+    assert "SYNC FAILING: the push failed 3 jobs in a row" in host.run("status").stdout
