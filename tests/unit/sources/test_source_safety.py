@@ -368,6 +368,8 @@ def test_status_names_an_unreadable_source_and_what_a_source_skipped(shared_tmp:
             "failing_chunks": 0,
             "pending_entities": [],
             "last_rewrite": {"succeeded_at": None},
+            "review_held": 0,
+            "reading": {"reads_queued": 0, "index_failures": 0, "index_paused_until": None},
         }
     )
     assert f"source a jsonl:{home / 'agent'}: UNREADABLE (Permission denied)" in text
