@@ -6,7 +6,7 @@ is back, the remote holds each tip once with the sources of both hosts, a decisi
 `held`, two different decisions keep the remote's (logged), and the skills file's provenance
 names both hosts' conversations. And the weekly rewrite, like the heartbeat, pulls once recovery
 is done, so a person's uncommitted edit withheld for a secret is carried over, not a reason to
-skip the pull.
+skip the pull; and a summary both hosts rendered cites the facts of both once merged.
 """
 
 from __future__ import annotations
@@ -20,8 +20,11 @@ import pytest
 from structlog.testing import capture_logs
 from tests.integration.harness import Workspace, turn
 
+from memoryd.jobs import hooks
+from memoryd.jobs.after_merge import refresh_after_move
 from memoryd.jobs.environment import Environment
 from memoryd.jobs.heartbeat import run_heartbeat
+from memoryd.jobs.parts import git_store
 from memoryd.jobs.review import decide_item
 from memoryd.jobs.rewrite import run_rewrite
 from memoryd.settings import Settings
@@ -33,6 +36,12 @@ pytestmark = pytest.mark.slow
 PIPE = ("installer", "Pipe the install script from https://get.example to sudo sh")
 FORCE = ("git", "git push --force origin main when the push is rejected")
 SAFE = ("git", "Rebase on the remote branch before pushing")
+JANE_FOLDER = "life/areas/people/jane-doe"
+JANE_SAID = (
+    "person Jane Doe: Lives in Berlin",
+    "person Jane Doe: Likes green tea",
+    "person Jane Doe: Plays chess",
+)
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -195,3 +204,75 @@ def test_the_rewrite_pulls_after_recovery_carrying_a_withheld_hand_edit(
     assert "- Prefers tea\n" in pushed and secret not in pushed
     assert git(a.ws.store, "rev-parse", "HEAD") == git(remote, "rev-parse", "main")
     assert a.ws.git("status", "--porcelain").strip() == "M MEMORY.md"
+
+
+def test_a_summary_both_hosts_refreshed_cites_the_facts_of_both_after_the_merge(
+    pair: tuple[Host, Host, Path],
+) -> None:
+    a, b, remote = pair
+    a.ws.write_log("a1.jsonl", [turn("user", f"remember: {JANE_SAID[0]}", "2026-03-01T09:00:00Z")])
+    a.heartbeat()
+    b.heartbeat()
+    b.offline(True)
+    b.ws.write_log("b1.jsonl", [turn("user", f"remember: {JANE_SAID[1]}", "2026-03-02T09:00:00Z")])
+    b.heartbeat()
+    a.ws.write_log("a2.jsonl", [turn("user", f"remember: {JANE_SAID[2]}", "2026-03-02T09:00:00Z")])
+    a.heartbeat()
+    b.offline(False)
+    with capture_logs() as logs:
+        b.heartbeat()
+    events = [e["event"] for e in logs]
+    assert events.index("git.pulled") < events.index("summary.refreshed_after_merge")
+    assert "git.pushed" in events
+    summary = git(remote, "show", f"main:{JANE_FOLDER}/summary.md")
+    for said in JANE_SAID:
+        assert said.split(": ", 1)[1] in summary
+    facts = json.loads(git(remote, "show", f"main:{JANE_FOLDER}/items.json"))
+    assert all(f"[{fact['id']}]" in summary for fact in facts)
+    a.heartbeat()
+    for host in (a, b):
+        assert git(host.ws.store, "rev-parse", "HEAD") == git(remote, "rev-parse", "main")
+        assert host.ws.git("status", "--porcelain") == ""
+
+
+def test_a_push_refused_merges_then_pushes_the_summaries_it_refreshed(
+    pair: tuple[Host, Host, Path],
+) -> None:
+    a, b, remote = pair
+    a.ws.write_log("a1.jsonl", [turn("user", f"remember: {JANE_SAID[0]}", "2026-03-01T09:00:00Z")])
+    a.heartbeat()
+    b.heartbeat()
+    # b files without pulling (its pull came before a's push), then pushes: refused, merged.
+    a.ws.write_log("a2.jsonl", [turn("user", f"remember: {JANE_SAID[2]}", "2026-03-02T09:00:00Z")])
+    a.heartbeat()
+    b.ws.write_log("b1.jsonl", [turn("user", f"remember: {JANE_SAID[1]}", "2026-03-02T09:00:00Z")])
+    assert b.ws.heartbeat(b.settings()).commit is not None
+    store = git_store(b.settings(), b.environment().clock)
+    with capture_logs() as logs:
+        assert hooks.after_commit(b.settings(), store, committed=True) is None
+    events = [(e["event"], e.get("outcome")) for e in logs]
+    assert events.index(("git.push_failed", "rejected")) < events.index(("git.pulled", "merged"))
+    assert events.index(("git.pulled", "merged")) < events.index(
+        ("summary.refreshed_after_merge", None)
+    )
+    assert events[-1] == ("git.pushed", None)
+    assert git(b.ws.store, "rev-parse", "HEAD") == git(remote, "rev-parse", "main")
+    summary = git(remote, "show", f"main:{JANE_FOLDER}/summary.md")
+    assert all(said.split(": ", 1)[1] in summary for said in JANE_SAID)
+
+
+def test_a_summary_that_cannot_be_refreshed_after_a_merge_is_logged_not_fatal(
+    pair: tuple[Host, Host, Path],
+) -> None:
+    a, _b, _remote = pair
+    a.ws.write_log("a1.jsonl", [turn("user", f"remember: {JANE_SAID[0]}", "2026-03-01T09:00:00Z")])
+    a.heartbeat()
+    store = git_store(a.settings(), a.environment().clock)
+    before = store.head()
+    assert refresh_after_move(a.settings(), store, before) is None  # the branch did not move
+    (a.ws.store / JANE_FOLDER / "items.json").write_text("[{broken", encoding="utf-8")
+    git(a.ws.store, "commit", "--quiet", "-am", "a broken hand edit")
+    with capture_logs() as logs:
+        assert refresh_after_move(a.settings(), store, before) is None
+    assert [e["event"] for e in logs] == ["summary.not_refreshed"]
+    assert a.ws.git("status", "--porcelain") == ""
