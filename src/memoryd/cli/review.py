@@ -16,7 +16,7 @@ import sys
 from collections.abc import Mapping
 from typing import TextIO
 
-from memoryd.errors import EXIT_OK, EXIT_USAGE
+from memoryd.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from memoryd.jobs.environment import LOCK_WAIT_SECONDS, Environment
 from memoryd.jobs.lock import single_writer
 from memoryd.settings import LoadedConfig, state_directory
@@ -42,8 +42,11 @@ def cmd_review(
         print(f"memoryd review: {args.action} needs the id of a held item", file=sys.stderr)
         return EXIT_USAGE
     with single_writer(state_directory(settings, environ), wait_seconds=LOCK_WAIT_SECONDS):
-        item, commit = decide_item(settings, env, args.id, args.action)
+        item, commit, problem = decide_item(settings, env, args.id, args.action)
     out.write(f"{item.id} {item.status}" + (f" (commit {commit[:12]})" if commit else "") + "\n")
+    if problem is not None:
+        out.write(f"memoryd: {problem}\n")
+        return EXIT_FAILED
     return EXIT_OK
 
 

@@ -6,8 +6,10 @@ files TEXT as a new active fact of the same entity (same category, true from tod
 `memoryd supersede`) and marks the old one `superseded` with `supersededBy` pointing to it. Either
 way the entity's summary (the deterministic template, as after a heartbeat) and `life/index.md`
 are refreshed, and everything goes into one commit under the single-writer lock, logged as
-`fact.retracted` or `fact.superseded`. A killed predecessor's work is finished first, as before
-any writing job (`memoryd.jobs.reconcile`).
+`fact.retracted` or `fact.superseded`. A killed predecessor's work is finished first, and in a
+store shared by several hosts the command pulls before writing, gives the new fact an id in this
+host's range and pushes after its commit, as a heartbeat does (`memoryd.jobs.writing`); a push
+failing `git.push_failure_limit` jobs in a row makes it exit 1.
 """
 
 from __future__ import annotations
@@ -17,18 +19,13 @@ from collections.abc import Mapping
 from datetime import date
 from typing import TextIO
 
-from memoryd.errors import EXIT_OK, EXIT_USAGE, StoreError
+from memoryd.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, StoreError
 from memoryd.jobs import hooks
-from memoryd.jobs.environment import (
-    LOCK_WAIT_SECONDS,
-    Environment,
-    host_name,
-    open_state,
-)
+from memoryd.jobs.environment import LOCK_WAIT_SECONDS, Environment
 from memoryd.jobs.lock import single_writer
-from memoryd.jobs.parts import git_store, make_scanner, prepare_store
+from memoryd.jobs.parts import make_scanner
 from memoryd.jobs.reading import refresh_search_after_commit, today_for
-from memoryd.jobs.reconcile import reconcile_state
+from memoryd.jobs.writing import host_code, prepare_to_write
 from memoryd.logs import get_logger
 from memoryd.rewrite.refresh import refresh_summaries
 from memoryd.rewrite.tiers import TierRule
@@ -59,15 +56,11 @@ def correct(
     run_id = uuid.uuid4().hex[:16]
     today = today_for(settings, env)
     with single_writer(state_directory(settings, environ), wait_seconds=LOCK_WAIT_SECONDS):
-        git = git_store(settings, env.clock)
-        hooks.before_writing(settings, git)
-        prepare_store(git, dry_run=False)
-        with open_state(settings, env, discard_corrupt=True) as state:
-            reconcile_state(state, git, host_name(settings, env), env.clock())
+        git = prepare_to_write(settings, env)
         UnitOfWork(git).commit_foreign_edits(make_scanner(settings))
         uow = UnitOfWork(git)
         catalog = EntityCatalog.load(uow)
-        facts = FactBook(uow, catalog)
+        facts = FactBook(uow, catalog, host_code=host_code(settings, env))
         found = facts.lookup_fact(fact_id)
         if found is None:
             out.write(f"memoryd: no fact {fact_id} in the store\n")
@@ -92,7 +85,7 @@ def correct(
         log.info(
             event, fact_id=fact_id, new_fact_id=new_id, ref=entity.ref, reason=reason, commit=commit
         )
-        hooks.after_commit(
+        problem = hooks.after_commit(
             settings,
             git,
             committed=commit is not None,
@@ -102,6 +95,9 @@ def correct(
     refresh_search_after_commit(settings, env)
     done = "retracted" if new_id is None else f"superseded by {new_id}"
     out.write(f"{fact_id} {done} (commit {(commit or 'none')[:12]})\n")
+    if problem is not None:
+        out.write(f"memoryd: {problem}\n")
+        return EXIT_FAILED
     return EXIT_OK
 
 

@@ -2,7 +2,9 @@
 
 Before writing, whatever a killed memoryd left in the repository is settled and a repository
 memoryd must not write to (a detached HEAD, a person's rebase or merge in progress) is refused:
-`memoryd.store.sync.recover`, GitStateError (exit 78). Nothing else here can fail the job. A
+`memoryd.store.sync.recover`, GitStateError (exit 78). After a pull that merged, the summaries
+the merge left out of date are refreshed and committed (`memoryd.jobs.after_merge`). Nothing
+else here can fail the job. A
 remote that refuses or cannot be reached is logged by `memoryd.store.sync` and tried again by the
 next job; a push that has failed `git.push_failure_limit` jobs in a row is logged as
 `git.push_failing` (an error) at every job and returned as the job's sync problem (`status`, the
@@ -27,6 +29,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from memoryd.jobs.after_merge import refresh_after_move
 from memoryd.jobs.index_state import BACKOFF_FILE, read_json
 from memoryd.jobs.lock import after_unlock
 from memoryd.logs import get_logger
@@ -57,7 +60,9 @@ def pull_after_recovery(settings: Settings, git: GitStore) -> None:
     are finished or undone: uncommitted edits others left in files the remote changed are then
     carried over instead of postponing the pull (`memoryd.store.sync.pull`)."""
     if settings.git.push:
-        sync.pull(git, settings.git.remote, carry_edits=True)
+        before = git.head()
+        if sync.pull(git, settings.git.remote, carry_edits=True).outcome == "merged":
+            refresh_after_move(settings, git, before)
 
 
 def after_commit(
@@ -73,7 +78,10 @@ def after_commit(
     once the writer's lock is released. Return the sync problem to report, if any."""
     problem = None
     if settings.git.push:
+        before = git.head()
         result = sync.push_with_retries(git, settings.git.remote)
+        if git.head() != before and refresh_after_move(settings, git, before) is not None:
+            result = sync.push_with_retries(git, settings.git.remote)  # the refreshed summaries
         health = sync.record_push(git, result)
         limit = settings.git.push_failure_limit
         if health.push_failures >= limit:

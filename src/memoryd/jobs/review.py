@@ -5,7 +5,9 @@ change made under the single-writer lock (the caller takes it) and committed on 
 the decision in the commit message and a `Memoryd-Review: accept|reject <id>` trailer, so git
 history is the audit log: `accept` files the tip into the agent's files with its provenance and
 marks the item accepted; `reject` marks it rejected, and the gate never files it. Both live in
-the store, so they survive the loss of the state database.
+the store, so they survive the loss of the state database. In a store shared by several hosts
+a decision pulls first (so an item decided elsewhere is refused as already decided) and pushes
+after its commit, as a heartbeat does (`memoryd.jobs.writing`).
 """
 
 from __future__ import annotations
@@ -14,8 +16,10 @@ from datetime import datetime
 from typing import Literal
 
 from memoryd.extractors.gate import Tip, file_now
+from memoryd.jobs import hooks
 from memoryd.jobs.environment import Environment
-from memoryd.jobs.parts import git_store, make_scanner, prepare_store
+from memoryd.jobs.parts import git_store, make_scanner
+from memoryd.jobs.writing import prepare_to_write
 from memoryd.logs import get_logger
 from memoryd.settings import Settings
 from memoryd.store.review import ReviewItem, decide, list_items
@@ -34,11 +38,11 @@ def review_items(settings: Settings, env: Environment) -> list[ReviewItem]:
 
 def decide_item(
     settings: Settings, env: Environment, item_id: str, decision: Decision
-) -> tuple[ReviewItem, str | None]:
-    """Accept or reject the held item `item_id`; return it as decided and the commit made.
-    Raise UnknownReviewItemError or AlreadyDecidedError (usage errors), StoreError."""
-    git = git_store(settings, env.clock)
-    prepare_store(git, dry_run=False)
+) -> tuple[ReviewItem, str | None, str | None]:
+    """Accept or reject the held item `item_id`; return it as decided, the commit made and the
+    sync problem to report (`memoryd.jobs.hooks.after_commit`), if any. Raise
+    UnknownReviewItemError or AlreadyDecidedError (usage errors), StoreError."""
+    git = prepare_to_write(settings, env)
     uow = UnitOfWork(git)
     today = _local_day(env.clock(), settings)
     item = decide(uow, item_id, "accepted" if decision == "accept" else "rejected", today)
@@ -69,7 +73,8 @@ def decide_item(
         reasons=sorted(item.reasons),
         commit=commit,
     )
-    return item, commit
+    problem = hooks.after_commit(settings, git, committed=commit is not None)
+    return item, commit, problem
 
 
 def _local_day(now: datetime, settings: Settings) -> str:

@@ -1,9 +1,10 @@
 """The weekly rewrite job: real parts wired from the settings, as `memoryd.jobs.heartbeat` does.
 
-`run_rewrite` pulls (with `git.push`), opens the state database, the git store and the LLM
-client (none for the markers provider), finishes whatever a killed job left half-done, runs one
-rewrite, closes them, then pushes and runs `index.commands` after a commit; the caller holds the
-single-writer lock. `poll_rewrite_batch` is the daemon's cheap periodic check: it does nothing
+`run_rewrite` opens the state database, the git store and the LLM client (none for the markers
+provider), finishes whatever a killed job left half-done, then pulls (with `git.push`, as the
+heartbeat does: a person's withheld uncommitted edit is carried over), runs one rewrite, closes
+them, then pushes and runs `index.commands` after a commit; the caller holds the single-writer
+lock. `poll_rewrite_batch` is the daemon's cheap periodic check: it does nothing
 at all unless a batch is pending, and then only collects it (and pushes what it committed).
 `explain` reads the store and the tracking, never writes.
 
@@ -106,12 +107,17 @@ def run_rewrite(
             )
             return RewriteReport(rewrite.run_id, outcome="dry-run", plan=plan)
     git = git_store(settings, env.clock)
-    hooks.before_writing(settings, git)
+    hooks.before_writing(settings, git, pull=False)
     with (
         open_state(settings, env, discard_corrupt=True) as state,
         llm_client_for(settings, env) as client,
     ):
-        report = build_rewrite(settings, env, state, client, run_id=run_id).run()
+        rewrite = build_rewrite(settings, env, state, client, run_id=run_id)
+        # Pulled once the killed jobs' half-done writes are finished or undone, as the heartbeat
+        # does (see hooks); the store is checked again in case the remote brought a newer format.
+        hooks.pull_after_recovery(settings, git)
+        prepare_store(git, dry_run=True)
+        report = rewrite.run()
     hooks.after_commit(
         settings,
         git,

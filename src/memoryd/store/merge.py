@@ -6,12 +6,15 @@ remote's tree ("theirs") and re-applies this host's changes since the common anc
 
 - `items.json`: facts by id. A fact only this host added is added (unless the remote holds the same
   statement, which is then the one kept: the same fact is never stored twice); a fact both sides
-  changed takes each field from the side that changed it, access counts add up and `lastAccessed`
-  takes the later date. A field both changed differently (a person's correction of the text)
-  keeps the remote's value, and the contradiction is reported. Two different facts under one id
-  (ids given before ids were unique across hosts) are kept both: this host's is renumbered.
+  changed is merged field by field (`memoryd.store.merge_facts`: each field from the side that
+  changed it, a retraction composed with a supersession, access counts added up); a field both
+  changed differently (a person's correction of the text) keeps the remote's value, and the
+  contradiction is reported. Two different facts under one id (ids given before ids were unique
+  across hosts) are kept both: this host's is renumbered.
 - `.memoryd/hosts/<host>.json`: one host's record, written by that host only: the later
   generation wins.
+- `.memoryd/provenance/`, `.memoryd/review/`, `.memoryd/reads/`: sources joined, a decision
+  over `held`, counted reads joined (`memoryd.store.merge_records`).
 - `life/index.md`: derived; the remote's is taken and the caller regenerates it.
 - `summary.md`: rewritten whole by the weekly rewrite; the remote's is kept when both changed.
 - `entity.json`: key by key; lists (aliases) are joined.
@@ -33,9 +36,8 @@ from __future__ import annotations
 import difflib
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
-from typing import Any
 
 from memoryd.errors import CorruptFileError
 from memoryd.store.entities import ARCHIVES, ITEMS_FILE, LIFE, METADATA_FILE, SUMMARY_FILE
@@ -48,7 +50,9 @@ from memoryd.store.items import (
     render_items,
     split_fact_id,
 )
+from memoryd.store.merge_facts import merge_fact
 from memoryd.store.merge_notes import merge_note, note_day
+from memoryd.store.merge_records import is_record, merge_record
 from memoryd.store.text import normalize_statement
 
 INDEX_FILE = f"{LIFE}/index.md"
@@ -94,6 +98,9 @@ def _merge_by_kind(store_path: str, base: bytes | None, ours: bytes, theirs: byt
         merged = _merge_items(store_path, base, ours, theirs)
     elif store_path.startswith(f"{HOSTS_DIR}/"):
         merged = FileMerge(_later_record(ours, theirs))
+    elif is_record(store_path):
+        record = merge_record(store_path, ours, theirs)
+        merged = FileMerge(record.data, record.contradictions)
     elif store_path == INDEX_FILE:
         merged = FileMerge(theirs)  # derived: regenerated after the merge
     elif store_path == FORMAT_FILE:
@@ -187,7 +194,7 @@ def _merge_items(path: str, base: bytes | None, ours: bytes, theirs: bytes) -> F
                 continue
             result[fact.id] = fact
             continue
-        result[fact.id] = _merge_fact(before, fact, remote, contradictions)
+        result[fact.id] = merge_fact(before, fact, remote, contradictions)
     return FileMerge(render_items(result.values()).encode(), contradictions)
 
 
@@ -239,34 +246,6 @@ def _renamed_fact(fact: Fact, renamed: Mapping[str, str]) -> Fact:
     if new_id == fact.id and superseded_by == fact.superseded_by:
         return fact
     return replace(fact, id=new_id, superseded_by=superseded_by)
-
-
-_MERGED_FIELDS = ("access_count", "last_accessed")
-
-
-def _merge_fact(base: Fact | None, ours: Fact, theirs: Fact, contradictions: list[str]) -> Fact:
-    """Field by field: each from the side that changed it; see the module docstring."""
-    changes: dict[str, Any] = {}
-    for item in fields(Fact):
-        name = item.name
-        if name in _MERGED_FIELDS or name == "id":
-            continue
-        mine, remote = getattr(ours, name), getattr(theirs, name)
-        before = getattr(base, name) if base is not None else None
-        if mine in (remote, before):
-            continue
-        if remote == before:
-            changes[name] = mine
-        elif name not in ("superseded_by",):
-            contradictions.append(f"{theirs.id}: {name} changed on both sides: the remote's kept")
-    if "status" in changes and "superseded_by" not in changes:
-        changes["superseded_by"] = ours.superseded_by
-    if "superseded_by" in changes and "status" not in changes:
-        changes["status"] = ours.status
-    gained = ours.access_count - (base.access_count if base is not None else 0)
-    changes["access_count"] = theirs.access_count + max(0, gained)
-    changes["last_accessed"] = max(ours.last_accessed, theirs.last_accessed)
-    return replace(theirs, **changes)
 
 
 # -- other files --------------------------------------------------------------------------------

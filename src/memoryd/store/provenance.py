@@ -15,7 +15,7 @@ its old entry (a record of what was proposed), under its old text.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Final, Literal
 
@@ -76,13 +76,34 @@ def read_provenance(tx: FileTransaction, markdown_path: str) -> dict[str, list[T
     if text is None:
         return {}
     try:
+        return parse_provenance(text)
+    except ValueError as error:
+        raise CorruptFileError(tx.root / path, str(error)) from None
+
+
+def parse_provenance(text: str) -> dict[str, list[TipSource]]:
+    """The tips and sources of a provenance file's text. Raise ValueError when it is not what
+    memoryd writes."""
+    try:
         document = json.loads(text)
         return {
             str(tip): [TipSource.from_json(source) for source in sources]
             for tip, sources in document["tips"].items()
         }
     except (ValueError, KeyError, TypeError, IndexError, AttributeError) as error:
-        raise CorruptFileError(tx.root / path, str(error)) from None
+        raise ValueError(f"not a provenance file ({error})") from None
+
+
+def render_provenance(tips: Mapping[str, Iterable[TipSource]]) -> str:
+    """The deterministic text of a provenance file holding `tips` (sources sorted, once each)."""
+    document = {
+        "format": PROVENANCE_FORMAT,
+        "tips": {
+            text: [item.to_json() for item in sorted(set(items))]
+            for text, items in sorted(tips.items())
+        },
+    }
+    return json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
 def record_provenance(tx: FileTransaction, markdown_path: str, tip: str, source: TipSource) -> None:
@@ -92,11 +113,4 @@ def record_provenance(tx: FileTransaction, markdown_path: str, tip: str, source:
     if source in sources:
         return
     tips[tip] = sorted(sources | {source})
-    document = {
-        "format": PROVENANCE_FORMAT,
-        "tips": {text: [item.to_json() for item in items] for text, items in sorted(tips.items())},
-    }
-    tx.write_text(
-        provenance_path(markdown_path),
-        json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n",
-    )
+    tx.write_text(provenance_path(markdown_path), render_provenance(tips))

@@ -40,11 +40,25 @@ def counted_reads(tx: FileTransaction, host: str) -> set[Key]:
     if text is None:
         return set()
     try:
+        return parse_reads(text)
+    except ValueError as error:
+        raise CorruptFileError(tx.root / path, str(error)) from None
+
+
+def parse_reads(text: str) -> set[Key]:
+    """The keys a reads file's text holds. Raise ValueError when it is not a list of
+    `[day, agent, fact id]`."""
+    try:
         document = json.loads(text)
-        keys = {(str(day), str(agent), str(fact)) for day, agent, fact in document["counted"]}
+        return {(str(day), str(agent), str(fact)) for day, agent, fact in document["counted"]}
     except (ValueError, TypeError, KeyError) as error:
-        raise CorruptFileError(tx.root / path, f"unreadable counted reads ({error})") from None
-    return keys
+        raise ValueError(f"unreadable counted reads ({error})") from None
+
+
+def render_reads(keys: Iterable[Key]) -> str:
+    """The deterministic text of a reads file holding `keys` (sorted, one a line)."""
+    rows = ",\n".join("    " + json.dumps(list(key), ensure_ascii=False) for key in sorted(keys))
+    return '{\n  "counted": [\n' + rows + ("\n" if rows else "") + "  ]\n}\n"
 
 
 def apply_reads(
@@ -69,8 +83,7 @@ def apply_reads(
     cutoff = (today - timedelta(days=KEEP_DAYS)).isoformat()
     kept = sorted(key for key in counted if key[0] >= cutoff)
     path = reads_path(host)
-    rows = ",\n".join("    " + json.dumps(list(key), ensure_ascii=False) for key in kept)
-    text = '{\n  "counted": [\n' + rows + ("\n" if rows else "") + "  ]\n}\n"
+    text = render_reads(kept)
     if tx.read_text(path) != text and (kept or tx.exists(path)):
         tx.write_text(path, text)
     return bumps

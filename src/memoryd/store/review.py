@@ -97,6 +97,14 @@ def review_id(kind: str, agent: str, routine: str | None, topic: str | None, tex
 
 def _parse(text: str, path: str, tx: FileTransaction) -> ReviewItem:
     try:
+        return parse_item(text)
+    except ValueError as error:
+        raise CorruptFileError(tx.root / path, str(error)) from None
+
+
+def parse_item(text: str) -> ReviewItem:
+    """The item a queue file's text holds. Raise ValueError when it is not what memoryd writes."""
+    try:
         document: Mapping[str, Any] = json.loads(text)
         kind, status = _checked(document)
         return ReviewItem(
@@ -112,7 +120,7 @@ def _parse(text: str, path: str, tx: FileTransaction) -> ReviewItem:
             decided=None if document.get("decided") is None else str(document["decided"]),
         )
     except (ValueError, KeyError, TypeError, IndexError, AttributeError) as error:
-        raise CorruptFileError(tx.root / path, str(error)) from None
+        raise ValueError(f"not a review item ({error})") from None
 
 
 def _checked(document: Mapping[str, Any]) -> tuple[str, str]:
@@ -143,10 +151,13 @@ def list_items(tx: FileTransaction) -> list[ReviewItem]:
     return sorted(items, key=lambda item: (item.held, item.id))
 
 
+def render_item(item: ReviewItem) -> str:
+    """The deterministic text of `item`'s queue file."""
+    return json.dumps(item.to_json(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
 def write_item(tx: FileTransaction, item: ReviewItem) -> None:
-    tx.write_text(
-        item.path, json.dumps(item.to_json(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
-    )
+    tx.write_text(item.path, render_item(item))
 
 
 def hold(tx: FileTransaction, item: ReviewItem) -> ReviewItem:

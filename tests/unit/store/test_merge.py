@@ -13,6 +13,9 @@ from hypothesis import strategies as st
 
 from memoryd.store.items import Fact, FactSource, parse_items, render_items
 from memoryd.store.merge import entity_folders, merge_file, merge_lines, relocate, relocations
+from memoryd.store.provenance import TipSource, parse_provenance, render_provenance
+from memoryd.store.reads import parse_reads, render_reads
+from memoryd.store.review import ReviewItem, parse_item, render_item
 
 ITEMS = "life/areas/people/jane-doe/items.json"
 SOURCE = FactSource("agent", "s", "/t/a.jsonl", (1, 2))
@@ -233,3 +236,178 @@ def test_every_line_either_side_added_is_kept(
     for line in base:  # a line the remote removed stays removed
         if int(line) in theirs_removed:
             assert line not in merged
+
+
+# -- issue 13's and 14's store files ------------------------------------------------------------
+
+PROVENANCE = ".memoryd/provenance/agents/ops/skills/git.md.json"
+
+
+def tip_source(session: str, trust: str = "user") -> TipSource:
+    return TipSource("ops", session, f"/t/{session}.jsonl", (1, 4), trust, "2026-03-01")  # type: ignore[arg-type]
+
+
+def test_provenance_joins_the_tips_and_sources_of_both_sides() -> None:
+    base = {"Rebase before pushing": [tip_source("s0")]}
+    ours = {**base, "Rebase before pushing": [tip_source("s0"), tip_source("s1")]}
+    ours["Sign tags"] = [tip_source("s1", "agent")]
+    theirs = {**base, "Rebase before pushing": [tip_source("s0"), tip_source("s2")]}
+    theirs["Keep commits small"] = [tip_source("s2")]
+    result = merge_file(
+        PROVENANCE,
+        render_provenance(base).encode(),
+        render_provenance(ours).encode(),
+        render_provenance(theirs).encode(),
+    )
+    assert result.contradictions == []
+    assert result.data is not None
+    merged = parse_provenance(result.data.decode())
+    assert set(merged) == {"Rebase before pushing", "Sign tags", "Keep commits small"}
+    assert [s.session for s in merged["Rebase before pushing"]] == ["s0", "s1", "s2"]
+    assert result.data == render_provenance(merged).encode()  # deterministic: sorted, once each
+
+
+def held_item(*sessions: str, **changes: Any) -> ReviewItem:
+    item = ReviewItem(
+        kind="skill",
+        agent="ops",
+        text="Pipe the installer to sudo sh",
+        reasons=("remote-code",),
+        held="2026-03-02",
+        topic="install",
+        sources=tuple(tip_source(s, "untrusted") for s in sessions),
+    )
+    return replace(item, **changes)
+
+
+def merge_review(base: ReviewItem | None, ours: ReviewItem, theirs: ReviewItem) -> Any:
+    result = merge_file(
+        ours.path,
+        None if base is None else render_item(base).encode(),
+        render_item(ours).encode(),
+        render_item(theirs).encode(),
+    )
+    assert result.data is not None
+    return parse_item(result.data.decode()), result.contradictions
+
+
+def test_a_tip_held_on_two_hosts_is_one_item_with_both_sources() -> None:
+    ours = held_item("s1", held="2026-03-03", reasons=("untrusted-only",))
+    theirs = held_item("s2")
+    item, contradictions = merge_review(None, ours, theirs)
+    assert contradictions == []
+    assert (item.status, item.held) == ("held", "2026-03-02")
+    assert [s.session for s in item.sources] == ["s1", "s2"]
+    assert item.reasons == ("remote-code", "untrusted-only")
+
+
+def test_a_decision_on_either_side_wins_over_held() -> None:
+    base = held_item("s1")
+    rejected_here = replace(base, status="rejected", decided="2026-03-04")
+    more_sources = held_item("s1", "s2")
+    item, contradictions = merge_review(base, rejected_here, more_sources)
+    assert (item.status, item.decided, contradictions) == ("rejected", "2026-03-04", [])
+    assert [s.session for s in item.sources] == ["s1", "s2"]
+    accepted_there = replace(base, status="accepted", decided="2026-03-05")
+    item, contradictions = merge_review(base, more_sources, accepted_there)
+    assert (item.status, item.decided, contradictions) == ("accepted", "2026-03-05", [])
+    assert [s.session for s in item.sources] == ["s1", "s2"]
+
+
+def test_two_different_decisions_keep_the_remotes_and_are_reported() -> None:
+    base = held_item("s1")
+    accepted = replace(base, status="accepted", decided="2026-03-04")
+    rejected = replace(base, status="rejected", decided="2026-03-05")
+    item, contradictions = merge_review(base, accepted, rejected)
+    assert (item.status, item.decided) == ("rejected", "2026-03-05")
+    assert len(contradictions) == 1
+    assert "accepted here" in contradictions[0]
+    same = replace(base, status="rejected", decided="2026-03-01")
+    item, contradictions = merge_review(base, same, rejected)
+    assert (item.status, item.decided, contradictions) == ("rejected", "2026-03-05", [])
+
+
+def test_a_review_file_that_does_not_parse_keeps_the_remotes() -> None:
+    theirs = render_item(held_item("s2")).encode()
+    result = merge_file(held_item().path, None, b"{not json", theirs)
+    assert result.data == theirs
+    assert result.contradictions
+
+
+def test_counted_reads_of_one_host_are_joined() -> None:
+    path = ".memoryd/reads/a.json"
+    base = {("2026-03-01", "ops", "jane-doe-001")}
+    ours = base | {("2026-03-02", "ops", "jane-doe-002")}
+    theirs = base | {("2026-03-02", "dev", "jane-doe-001")}
+    result = merge_file(
+        path,
+        render_reads(base).encode(),
+        render_reads(ours).encode(),
+        render_reads(theirs).encode(),
+    )
+    assert result.data is not None
+    assert result.contradictions == []
+    assert parse_reads(result.data.decode()) == ours | theirs
+
+
+def retracted(old: Fact, on: str, reason: str) -> Fact:
+    return replace(old, status="retracted", extra={"retraction": {"on": on, "reason": reason}})
+
+
+def test_a_retraction_here_reaches_the_merge_with_the_remotes_access_counts() -> None:
+    old = fact("jane-doe-001", "Lives in Berlin", access_count=1)
+    ours = items(retracted(old, "2026-03-03", "wrong city"))
+    theirs = items(replace(old, access_count=4), fact("jane-doe-2222001", "Likes tea"))
+    result = merge_file(ITEMS, items(old), ours, theirs)
+    assert result.contradictions == []
+    assert result.data is not None
+    merged = {f.id: f for f in parse_items(Path(ITEMS), result.data.decode())}
+    assert merged["jane-doe-001"].status == "retracted"
+    assert merged["jane-doe-001"].extra["retraction"] == {
+        "on": "2026-03-03",
+        "reason": "wrong city",
+    }
+    assert merged["jane-doe-001"].access_count == 4
+    assert '"retraction"' in result.data.decode()
+
+
+def test_a_retraction_and_a_supersession_on_the_other_side_compose() -> None:
+    old = fact("jane-doe-001", "Works at Acme")
+    new = fact("jane-doe-2222001", "Works at Initech")
+    superseded = replace(old, status="superseded", superseded_by=new.id)
+    gone = retracted(old, "2026-03-03", "never worked there")
+    for ours, theirs in (
+        (items(gone), items(superseded, new)),
+        (items(superseded, new), items(gone)),
+    ):
+        result = merge_file(ITEMS, items(old), ours, theirs)
+        assert result.contradictions == []
+        assert result.data is not None
+        merged = {f.id: f for f in parse_items(Path(ITEMS), result.data.decode())}
+        assert merged[old.id].status == "retracted"
+        assert merged[old.id].superseded_by == new.id
+        assert merged[old.id].extra["retraction"]["reason"] == "never worked there"
+        assert merged[new.id].status == "active"
+
+
+def test_two_retractions_keep_the_remotes_record_and_report_it() -> None:
+    old = fact("jane-doe-001", "Lives in Berlin")
+    ours = items(retracted(old, "2026-03-03", "moved"))
+    theirs = items(retracted(old, "2026-03-04", "wrong"))
+    result = merge_file(ITEMS, items(old), ours, theirs)
+    assert result.data is not None
+    merged = parse_items(Path(ITEMS), result.data.decode())[0]
+    assert merged.status == "retracted"
+    assert merged.extra["retraction"]["reason"] == "wrong"
+    assert result.contradictions == [
+        "jane-doe-001: retraction changed on both sides: the remote's kept"
+    ]
+
+
+def test_an_unknown_key_removed_here_and_left_there_is_removed() -> None:
+    old = replace(fact("jane-doe-001", "Lives in Berlin"), extra={"note": "by hand"})
+    ours = items(replace(old, extra={}, access_count=1))
+    theirs = items(replace(old, access_count=2))
+    merged = merged_facts(items(old), ours, theirs)
+    assert merged["jane-doe-001"].extra == {}
+    assert merged["jane-doe-001"].access_count == 3
