@@ -117,7 +117,6 @@ class RecordMemories(_Strict):
 
 RECORD_MEMORIES_TOOL = "record_memories"
 RECORD_MEMORIES_DESCRIPTION = (
-    "Record what is worth keeping from the conversation excerpt: durable facts about entities, "
-    "the entities themselves, timeline entries, agent skills, tacit knowledge about how the user "
-    "works, and the ids of existing facts the conversation used. Empty lists are a valid answer."
+    "Record what is worth keeping from the excerpt (facts, entities, timeline, skills, tacit, "
+    "accessed fact ids). Empty lists are a valid answer."
 )

@@ -160,7 +160,7 @@ def record_memories_tool() -> ToolSpec:
     return ToolSpec(
         name=RECORD_MEMORIES_TOOL,
         description=RECORD_MEMORIES_DESCRIPTION,
-        input_schema=tool_input_schema(RecordMemories),
+        input_schema=tool_input_schema(RecordMemories, lean=True),
     )
 
 
