@@ -26,10 +26,12 @@ from tests.fakes.fake_anthropic import FakeAnthropicServer, RecordedRequest, Too
 from tests.integration.harness import Workspace, turn
 
 from benchmarks._report import write_section
+from memoryd._settings_model import LLMSettings
 
 DATA = Path(tempfile.gettempdir()) / "memoryd-bench" / "dialogue"
 ROOT = Path(__file__).resolve().parent.parent
 TARGET = 3.0
+SECTIONS = 10  # `llm.sections_per_call`, where the memoryd under test has it
 QUESTIONS = [
     "Can you check why the nightly export to the billing bucket failed again?",
     "Please draft a short reply to Dana about moving the vendor review to Thursday.",
@@ -102,7 +104,10 @@ def measure(conversations: int) -> dict[str, Any]:
     ws = Workspace(root)
     ws.init()
     dialogue = write_conversations(ws, conversations, random.Random(7))
-    settings = ws.settings()
+    llm: dict[str, Any] = {}
+    if "sections_per_call" in LLMSettings.model_fields:
+        llm["sections_per_call"] = SECTIONS
+    settings = ws.settings(llm=llm)
     with FakeAnthropicServer(handler=lambda _r: ToolUse({})) as server:
         report = ws.heartbeat(settings, server.base_url)
         requests = server.message_requests
@@ -159,7 +164,8 @@ def render(results: dict[str, dict[str, Any]]) -> str:
             "of one agent on one day, one heartbeat against the fake Anthropic server through "
             "the real SDK. Everything the server received is counted (system prompt, tool name, "
             "description and input schema, messages); tokens are characters / 4 on both sides, "
-            "the dialogue being the turns' text. Nothing is cached in these figures.",
+            "the dialogue being the turns' text. Nothing is cached in these figures. Where "
+            f"memoryd has `llm.sections_per_call`, it is set to {SECTIONS}.",
             "",
             *rows,
         ]

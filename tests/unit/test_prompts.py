@@ -13,6 +13,8 @@ def test_packaged_prompts_load_with_versions() -> None:
     assert {ref.split("@")[0] for ref in refs} == {
         "extract-system",
         "extract-user",
+        "extract-sections",
+        "extract-section",
         "summary-system",
         "summary-user",
         "consolidate-system",
