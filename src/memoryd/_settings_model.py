@@ -88,7 +88,7 @@ class LLMSettings(_Frozen):
     # Extraction requests in flight at once (issue 15); results are still applied in order.
     concurrency: int = Field(default=4, ge=1, le=64)
     # Short conversations of one agent and day sharing one extraction call (issue 15).
-    sections_per_call: int = Field(default=1, ge=1, le=16)
+    sections_per_call: int = Field(default=10, ge=1, le=16)
     prices: dict[str, PriceSettings] = Field(default_factory=dict)
 
     @field_validator("base_url")
