@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.fakes.fake_anthropic import FakeAnthropicServer, RecordedRequest, ToolUse
+from tests.fakes.fake_anthropic import Error, FakeAnthropicServer, RecordedRequest, ToolUse
 from tests.integration.harness import Workspace, turn
 from tests.integration.test_heartbeat import user_text
 
@@ -180,3 +180,19 @@ def ws_root(tmp_path: Path) -> Workspace:
     workspace = Workspace(tmp_path)
     workspace.init()
     return workspace
+
+
+def test_a_shared_call_the_api_keeps_failing_stops_the_heartbeat_and_files_nothing(
+    ws_root: Workspace,
+) -> None:
+    write_short(ws_root, 3)
+    settings = ws_root.settings(llm={"sections_per_call": 8})
+    with FakeAnthropicServer(handler=section_model) as server:
+        server.fail_next(*[Error(529, "overloaded_error")] * 3)  # every attempt of the call
+        first = ws_root.heartbeat(settings, server.base_url)
+        assert first.outcome == "stopped"
+        assert first.counters.facts_added == 0 and first.chunks_failed == 0
+        second = ws_root.heartbeat(settings, server.base_url)
+        assert len(server.message_requests) == 4  # three failed attempts, then one shared call
+    assert second.chunks_extracted == 3
+    assert second.counters.facts_added == 3
