@@ -87,6 +87,8 @@ class LLMSettings(_Frozen):
     max_attempts: int = Field(default=5, ge=1, le=20)
     # Extraction requests in flight at once (issue 15); results are still applied in order.
     concurrency: int = Field(default=4, ge=1, le=64)
+    # Short conversations of one agent and day sharing one extraction call (issue 15).
+    sections_per_call: int = Field(default=10, ge=1, le=16)
     prices: dict[str, PriceSettings] = Field(default_factory=dict)
 
     @field_validator("base_url")

@@ -43,23 +43,36 @@ def transcript_of(request: RecordedRequest) -> str:
 _REMEMBER = re.compile(r"^remember: (\w+) ([^:]+): (.+)$", re.MULTILINE)
 
 
+_SECTION = re.compile(r"<<<(MEMORYD-[0-9A-F]+) BEGIN (s\d+)>>>\n(.*?)\n<<<\1 END \2>>>", re.DOTALL)
+
+
+def sections_of(request: RecordedRequest) -> list[tuple[str | None, str]]:
+    """The fenced transcripts of a request: (section id, text) each; the id is None when the
+    request holds one conversation (`llm.sections_per_call`)."""
+    found = [(section, body) for _nonce, section, body in _SECTION.findall(user_text(request))]
+    return found or [(None, transcript_of(request))]
+
+
 def marker_model(request: RecordedRequest) -> ToolUse:
-    """A fake model that files `remember:` lines of the transcript as significant facts, and
-    supersedes a known fact whose text it is told to replace (`replaces <id>`)."""
+    """A fake model that files `remember:` lines of the transcript(s) as significant facts
+    (attributed to their section), and supersedes a known fact whose text it is told to replace
+    (`replaces <id>`)."""
     facts: list[dict[str, Any]] = []
     entities: list[dict[str, Any]] = []
-    for kind, name, fact in _REMEMBER.findall(transcript_of(request)):
-        supersedes = re.findall(r"replaces ([a-z0-9-]+-\d{3})", fact)
-        text = re.sub(r"\s*replaces [a-z0-9-]+-\d{3}", "", fact)
-        facts.append(
-            {
-                "entity": {"name": name, "kind": kind},
-                "fact": text,
-                "category": "status",
-                "supersedes": supersedes,
-            }
-        )
-        entities.append({"name": name, "kind": kind, "significant": True})
+    for section, transcript in sections_of(request):
+        for kind, name, fact in _REMEMBER.findall(transcript):
+            supersedes = re.findall(r"replaces ([a-z0-9-]+-\d{3})", fact)
+            text = re.sub(r"\s*replaces [a-z0-9-]+-\d{3}", "", fact)
+            facts.append(
+                {
+                    "entity": {"name": name, "kind": kind},
+                    "fact": text,
+                    "category": "status",
+                    "supersedes": supersedes,
+                }
+                | ({"section": section} if section else {})
+            )
+            entities.append({"name": name, "kind": kind, "significant": True})
     return ToolUse({"facts": facts, "entities": entities})
 
 
@@ -472,7 +485,8 @@ def test_transcripts_in_several_formats_are_filed_in_one_heartbeat(ws: Workspace
         }
     assert report.exit_code == EXIT_OK
     assert agents_seen == {"coder", "codex", "claw", "ops"}
-    assert report.chunks_extracted == len(server.message_requests)
+    # Each chunk answered once (short ones of an agent and day may share a call).
+    assert report.chunks_extracted == sum(len(sections_of(r)) for r in server.message_requests)
     assert ws.facts("life/areas/companies/acme")[0]["source"]["agent"] == "ops"
 
 

@@ -37,6 +37,9 @@ def _date(value: str) -> str:
 Name = Annotated[str, Field(max_length=200), AfterValidator(_one_line)]
 Text = Annotated[str, Field(max_length=1000), AfterValidator(_one_line)]
 FactId = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]{0,80}-\d{3,}$")]
+# Which fenced section of a request an item comes from (`s1`, `s2`, ...), when a request holds
+# several conversations (`memoryd.extractors.sections`); left out when it holds one.
+SectionId = Annotated[str, Field(pattern=r"^s[1-9]\d{0,2}$")]
 
 
 class _Strict(BaseModel):
@@ -61,6 +64,7 @@ class FactIn(_Strict):
         description="Ids of existing facts of the same entity that this fact replaces.",
     )
     related: list[EntityName] = Field(default_factory=list, max_length=20)
+    section: SectionId | None = None
 
 
 class EntityIn(_Strict):
@@ -83,6 +87,7 @@ class TimelineIn(_Strict):
         default=None, description="Local time of day HH:MM, if known."
     )
     text: Text
+    section: SectionId | None = None
 
 
 class SkillIn(_Strict):
@@ -91,6 +96,7 @@ class SkillIn(_Strict):
     routine: bool = Field(
         default=False, description="True when the tip belongs to the routine this run was doing."
     )
+    section: SectionId | None = None
 
 
 class RecordMemories(_Strict):
@@ -117,7 +123,6 @@ class RecordMemories(_Strict):
 
 RECORD_MEMORIES_TOOL = "record_memories"
 RECORD_MEMORIES_DESCRIPTION = (
-    "Record what is worth keeping from the conversation excerpt: durable facts about entities, "
-    "the entities themselves, timeline entries, agent skills, tacit knowledge about how the user "
-    "works, and the ids of existing facts the conversation used. Empty lists are a valid answer."
+    "Record what is worth keeping from the excerpt (facts, entities, timeline, skills, tacit, "
+    "accessed fact ids). Empty lists are a valid answer."
 )

@@ -16,7 +16,7 @@ Validated answers are scrubbed of secrets before anyone files them: a model can 
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -31,6 +31,7 @@ from memoryd.extractors.contract import (
     RecordMemories,
 )
 from memoryd.extractors.markers import extract_markers
+from memoryd.extractors.sections import attribution_errors, section_ids, split_answer
 from memoryd.llm.base import LLMClient, ToolRequest, ToolResult, ToolSpec
 from memoryd.llm.prices import Usage
 from memoryd.llm.schema import tool_input_schema
@@ -137,6 +138,29 @@ class WatchedExtractor:
         with self._watch():
             return self._inner.extract(chunk, context, may_retry)
 
+    @property
+    def shares_calls(self) -> bool:
+        return shares_calls(self._inner)
+
+    def extract_sections(
+        self,
+        chunks: Sequence[Chunk],
+        contexts: Sequence[ChunkContext],
+        may_retry: RetryCheck = _always,
+    ) -> tuple[Extraction, list[RecordMemories]]:
+        inner = self._inner
+        if not isinstance(inner, LLMExtractor | WatchedExtractor):
+            raise TypeError("this extractor asks no model: chunks cannot share a call")
+        with self._watch():
+            return inner.extract_sections(chunks, contexts, may_retry)
+
+
+def shares_calls(extractor: object) -> bool:
+    """Whether the extractor can answer several chunks in one call (`extract_sections`)."""
+    if isinstance(extractor, WatchedExtractor):
+        return extractor.shares_calls
+    return isinstance(extractor, LLMExtractor)
+
 
 Scrubber = Callable[[str], str]
 
@@ -160,7 +184,7 @@ def record_memories_tool() -> ToolSpec:
     return ToolSpec(
         name=RECORD_MEMORIES_TOOL,
         description=RECORD_MEMORIES_DESCRIPTION,
-        input_schema=tool_input_schema(RecordMemories),
+        input_schema=tool_input_schema(RecordMemories, lean=True),
     )
 
 
@@ -191,11 +215,13 @@ class LLMExtractor:
         self._token = token
         self._system: Prompt = load_prompt("extract-system")
         self._user: Prompt = load_prompt("extract-user")
+        self._sections: Prompt = load_prompt("extract-sections")
+        self._section: Prompt = load_prompt("extract-section")
         self._tool = record_memories_tool()
 
     @property
     def prompt_refs(self) -> tuple[str, ...]:
-        return (self._system.ref, self._user.ref)
+        return (self._system.ref, self._user.ref, self._sections.ref, self._section.ref)
 
     def build_request(
         self, chunk: Chunk, context: ChunkContext, correction: str = ""
@@ -222,8 +248,76 @@ class LLMExtractor:
             max_tokens=self._max_tokens,
         )
 
+    def build_sections_request(
+        self, chunks: Sequence[Chunk], contexts: Sequence[ChunkContext], correction: str = ""
+    ) -> ToolRequest:
+        """One request for several chunks of one agent and day, each in its own section."""
+        ids = section_ids(len(chunks))
+        transcripts = [chunk.render() for chunk in chunks]
+        everything = "".join(transcripts) + "".join(c.known_entities for c in contexts)
+        nonce = make_nonce(everything + contexts[0].skills_index, self._token)
+        sections = "\n\n".join(
+            self._section.render(
+                section=section,
+                session=chunk.session_id,
+                known_entities=context.known_entities or "(none)",
+                nonce=nonce,
+                transcript=transcript,
+            )
+            for section, chunk, context, transcript in zip(
+                ids, chunks, contexts, transcripts, strict=True
+            )
+        )
+        lead = chunks[0]
+        user_content = self._sections.render(
+            agent=lead.agent,
+            routine=lead.routine or "(none)",
+            date=lead.day.isoformat(),
+            skills_index=contexts[0].skills_index or "(empty)",
+            count=str(len(chunks)),
+            sections=sections,
+        )
+        if correction:
+            user_content += "\n\n" + correction
+        return ToolRequest(
+            model=self._model,
+            system=self._system.text,
+            tool=self._tool,
+            user_content=user_content,
+            max_tokens=self._max_tokens,
+        )
+
     def extract(
         self, chunk: Chunk, context: ChunkContext, may_retry: RetryCheck = _always
+    ) -> Extraction:
+        return self._ask(
+            lambda correction: self.build_request(chunk, context, correction),
+            lambda _answer: [],
+            may_retry,
+        )
+
+    def extract_sections(
+        self,
+        chunks: Sequence[Chunk],
+        contexts: Sequence[ChunkContext],
+        may_retry: RetryCheck = _always,
+    ) -> tuple[Extraction, list[RecordMemories]]:
+        """Several chunks of one agent and day in one call: the whole (scrubbed) extraction
+        and one answer per chunk, in order (`memoryd.extractors.sections`). An answer whose
+        attribution is wrong counts as invalid (one corrective retry, as for any answer)."""
+        ids = section_ids(len(chunks))
+        extraction = self._ask(
+            lambda correction: self.build_sections_request(chunks, contexts, correction),
+            lambda answer: attribution_errors(answer, ids),
+            may_retry,
+        )
+        return extraction, split_answer(extraction.answer, ids)
+
+    def _ask(
+        self,
+        build: Callable[[str], ToolRequest],
+        check: Callable[[RecordMemories], list[str]],
+        may_retry: RetryCheck,
     ) -> Extraction:
         usage = Usage()
         correction = ""
@@ -233,16 +327,19 @@ class LLMExtractor:
         for attempt in (1, 2):
             if attempt == 2 and not may_retry(usage):
                 raise RetryRefusedError(usage)
-            result = self._client.call_tool(self.build_request(chunk, context, correction))
+            result = self._client.call_tool(build(correction))
             usage = usage + result.usage
             endpoint = result.endpoint
             answer, reason, raw = _validate(result)
             if answer is not None:
-                return Extraction(
-                    answer=scrub_answer(answer, self._scrub),
-                    usage=usage,
-                    model=result.model,
-                )
+                problems = check(answer)
+                if not problems:
+                    return Extraction(
+                        answer=scrub_answer(answer, self._scrub),
+                        usage=usage,
+                        model=result.model,
+                    )
+                answer, reason = None, "; ".join(problems[:20])
             if result.stop_reason == REFUSAL:
                 # Asking again to "follow the schema" does not change a refusal of the content.
                 raise InvalidAnswerError(

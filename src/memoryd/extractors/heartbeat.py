@@ -45,6 +45,7 @@ from zoneinfo import ZoneInfo
 from memoryd.budget import PROMPT_TOKENS_ALLOWANCE, Budget
 from memoryd.errors import ConcurrentEditError
 from memoryd.extractors import ahead as sending
+from memoryd.extractors import sharing
 from memoryd.extractors.ahead import Ahead, Flight
 from memoryd.extractors.apply import ApplyCounters, StoreSession, apply_answer
 from memoryd.extractors.chunking import Chunk
@@ -124,6 +125,7 @@ class HeartbeatOptions:
     host_code: int | None = None  # fact ids in this host's range (a store shared by hosts)
     quarantine_after: int = 3
     concurrency: int = 1  # model calls in flight at once (`memoryd.extractors.ahead`)
+    sections_per_call: int = 1  # short chunks sharing one call (`memoryd.extractors.sharing`)
 
 
 @dataclass
@@ -179,6 +181,10 @@ class Heartbeat:
         self.not_ahead: set[str] = set()  # chunks never to send ahead in this heartbeat
         self._set_aside: list[Flight] = []  # answers given for a context that changed since
         self._proven: bool | None = None  # whether calls may run ahead (see `llm_proven`)
+        # Chunks sharing one call, by their first chunk's key, and the answers such a call gave
+        # for the chunks after the first (`memoryd.extractors.sharing`).
+        self.groups: dict[str, list[Chunk]] = {}
+        self.group_answers: dict[str, RecordMemories] = {}
 
     # -- the whole heartbeat ------------------------------------------------------------------
 
@@ -287,6 +293,8 @@ class Heartbeat:
         )
         pending = PendingOverlay(self.state.pending)
         counters = ApplyCounters()
+        if not replay:
+            sharing.plan(self, chunks)
         try:
             self._apply_all(chunks, session, pending, counters, progress, replay=replay)
         finally:
@@ -393,6 +401,9 @@ class Heartbeat:
     ) -> RecordMemories | None:
         """The chunk's validated answer: from the journal if already paid for, else the model
         (asked ahead of time, or now; `memoryd.extractors.ahead`)."""
+        handled, shared = sharing.take(self, chunk, session, progress, upcoming)
+        if handled:
+            return shared  # answered by a call its group shared (or that call failed)
         stored = self.state.journal.answered(chunk.key)
         if stored is not None and stored.answer_json is not None:
             self.report.chunks_reused += 1

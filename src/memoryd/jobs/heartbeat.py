@@ -56,6 +56,7 @@ def heartbeat_options(settings: Settings, host: str) -> HeartbeatOptions:
         host_code=host_id_code(host) if settings.git.push else None,
         # The markers provider asks no model: nothing to wait for, nothing to run ahead.
         concurrency=settings.llm.concurrency if settings.llm.provider != "markers" else 1,
+        sections_per_call=settings.llm.sections_per_call,
     )
 
 

@@ -11,6 +11,13 @@ made portable for Anthropic-compatible local servers, many of which do not resol
 - pydantic's generated `title` annotations are dropped: they repeat the field names and cost
   prompt tokens on every call. Only the keyword is dropped; a property named "title" stays.
 
+With `lean=True` the schema keeps only what tells the model the answer's shape: types, enums,
+properties, required, `additionalProperties`. Annotations and bounds the validator enforces on
+its own (descriptions, defaults, lengths, counts, patterns) are dropped, and an optional
+`anyOf [X, null]` becomes X (leaving a field out is how the model says "none"). The validating
+pydantic model is unchanged: a lean schema is shorter to send, never looser to accept. The rules
+the dropped descriptions carried belong in the system prompt then.
+
 The output is a fresh plain dict, the same for the same model on every call.
 """
 
@@ -30,14 +37,19 @@ _DEFS_PREFIX = "#/$defs/"
 _SINGLE_SCHEMA_KEYWORDS = frozenset({"items", "not", "additionalProperties", "contains"})
 _LIST_SCHEMA_KEYWORDS = frozenset({"anyOf", "oneOf", "allOf", "prefixItems"})
 _MAP_SCHEMA_KEYWORDS = frozenset({"properties", "patternProperties"})
+# What a lean schema leaves out (the validator enforces the bounds; the prompt states the rules).
+_LEAN_DROPPED = frozenset(
+    {"description", "default", "maxLength", "minLength", "maxItems", "minItems", "pattern"}
+)
 
 
 class SchemaError(MemorydError):
     """A pydantic model cannot be expressed as a portable tool schema."""
 
 
-def tool_input_schema(model: type[BaseModel]) -> dict[str, Any]:
-    """Given a pydantic model, return a self-contained JSON Schema for a tool's input.
+def tool_input_schema(model: type[BaseModel], *, lean: bool = False) -> dict[str, Any]:
+    """Given a pydantic model, return a self-contained JSON Schema for a tool's input (with
+    `lean`, only the answer's shape; see the module's docstring).
 
     Raise SchemaError if the model is recursive or its schema is not an object.
     """
@@ -46,7 +58,29 @@ def tool_input_schema(model: type[BaseModel]) -> dict[str, Any]:
     schema = _portable(raw, definitions, seen=())
     if schema.get("type") != "object":
         raise SchemaError(f"{model.__name__}: a tool input schema must be an object")
-    return schema
+    return _lean(schema) if lean else schema
+
+
+def _lean(schema: Mapping[str, Any]) -> dict[str, Any]:
+    options = schema.get("anyOf")
+    if isinstance(options, list):
+        kept = [option for option in options if option != {"type": "null"}]
+        if len(kept) == 1 and isinstance(kept[0], Mapping):
+            rest = {key: value for key, value in schema.items() if key != "anyOf"}
+            return _lean({**rest, **kept[0]})
+    result: dict[str, Any] = {}
+    for keyword, value in schema.items():
+        if keyword in _LEAN_DROPPED:
+            continue
+        if keyword in _MAP_SCHEMA_KEYWORDS and isinstance(value, Mapping):
+            result[keyword] = {name: _lean(sub) for name, sub in value.items()}
+        elif keyword in _LIST_SCHEMA_KEYWORDS and isinstance(value, list):
+            result[keyword] = [_lean(sub) for sub in value]
+        elif keyword in _SINGLE_SCHEMA_KEYWORDS and isinstance(value, Mapping):
+            result[keyword] = _lean(value)
+        else:
+            result[keyword] = value
+    return result
 
 
 def _portable(

@@ -21,6 +21,8 @@ _PLACEHOLDER = re.compile(r"\{\{([a-z_]+)\}\}")
 PROMPT_NAMES = (
     "extract-system",
     "extract-user",
+    "extract-sections",
+    "extract-section",
     "summary-system",
     "summary-user",
     "consolidate-system",

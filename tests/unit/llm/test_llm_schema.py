@@ -100,3 +100,43 @@ def test_the_schema_is_the_same_every_time_and_safe_to_mutate() -> None:
 def test_a_recursive_model_is_refused() -> None:
     with pytest.raises(SchemaError, match="recursive"):
         tool_input_schema(Node)
+
+
+class Bounded(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    ids: list[str] = Field(default_factory=list, max_length=3, description="Known ids.")
+    when: str | None = Field(default=None, pattern=r"^\d{4}$", description="A year.")
+    maybe: EntityRef | None = None
+    text: str = Field(max_length=10)
+
+
+def test_a_lean_schema_keeps_the_shape_and_drops_annotations_and_bounds() -> None:
+    full = tool_input_schema(Bounded)
+    lean = tool_input_schema(Bounded, lean=True)
+
+    for keyword in ("description", "default", "maxLength", "maxItems", "pattern"):
+        assert keyword in json.dumps(full)
+        assert f'"{keyword}"' not in json.dumps(lean)
+    assert lean["required"] == ["text"]
+    assert lean["additionalProperties"] is False
+    assert lean["properties"]["ids"] == {"items": {"type": "string"}, "type": "array"}
+    # An optional field is simply left out; its schema is the non-null option.
+    assert lean["properties"]["when"] == {"type": "string"}
+    assert lean["properties"]["maybe"]["properties"]["kind"]["enum"] == [
+        "person",
+        "company",
+        "project",
+    ]
+    assert len(json.dumps(lean)) < len(json.dumps(full))
+
+
+def test_the_record_memories_tool_sends_a_lean_schema_but_validates_fully() -> None:
+    from memoryd.extractors.contract import RecordMemories
+    from memoryd.extractors.extract import record_memories_tool
+
+    schema = record_memories_tool().input_schema
+    assert "maxItems" not in json.dumps(schema)
+    assert schema["properties"]["facts"]["items"]["required"] == ["entity", "fact", "category"]
+    with pytest.raises(ValueError, match="at most 100"):
+        RecordMemories.model_validate({"tacit": ["x"] * 51, "facts": [{}] * 101})

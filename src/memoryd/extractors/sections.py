@@ -1,0 +1,89 @@
+"""Several short conversations in one call: sections, and answers attributed per section.
+
+A request may hold several chunks of the same agent and day, each fenced in its own section
+(`s1`, `s2`, ... in chronological order). The answer is one `record_memories` input whose facts,
+timeline entries and skills name their `section` (required when there are several sections, an
+id offered); `split_answer` turns it into one answer per chunk, as if each had been asked alone,
+so that each chunk keeps its own provenance, journal record and cursor semantics:
+
+- facts, timeline entries and skills go to the section they name;
+- an entity goes to every section whose facts name it (as subject or related entity), or to the
+  first section when no fact does;
+- tacit lines and accessed fact ids go to the first section: they depend only on the agent and
+  the day, which the sections share.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from memoryd.extractors.contract import EntityName, RecordMemories
+from memoryd.store.entities import normalize_name
+
+# At most this many chunks share one call.
+MAX_SECTIONS = 16
+
+
+def section_ids(count: int) -> list[str]:
+    return [f"s{number}" for number in range(1, count + 1)]
+
+
+def attribution_errors(answer: RecordMemories, ids: Sequence[str]) -> list[str]:
+    """What is wrong with the answer's section attribution (empty when nothing is)."""
+    problems: list[str] = []
+    offered = ", ".join(ids)
+    lists: list[tuple[str, list[str | None]]] = [
+        ("facts", [fact.section for fact in answer.facts]),
+        ("timeline", [entry.section for entry in answer.timeline]),
+        ("skills", [skill.section for skill in answer.skills]),
+    ]
+    for name, named in lists:
+        for index, section in enumerate(named):
+            if section is None:
+                if len(ids) > 1:
+                    problems.append(f"{name}.{index}.section: required, one of {offered}")
+            elif section not in ids:
+                problems.append(f"{name}.{index}.section: {section!r} is not one of {offered}")
+    return problems
+
+
+def _key(entity: EntityName) -> tuple[str, str]:
+    return normalize_name(entity.name), entity.kind
+
+
+def split_answer(answer: RecordMemories, ids: Sequence[str]) -> list[RecordMemories]:
+    """One answer per section, in the order of `ids`, with `section` left out (the caller has
+    checked `attribution_errors`)."""
+    first = ids[0]
+    facts: dict[str, list[object]] = {section: [] for section in ids}
+    timeline: dict[str, list[object]] = {section: [] for section in ids}
+    skills: dict[str, list[object]] = {section: [] for section in ids}
+    named: dict[tuple[str, str], list[str]] = {}
+    for fact in answer.facts:
+        section = fact.section or first
+        facts[section].append(fact.model_copy(update={"section": None}))
+        for entity in (fact.entity, *fact.related):
+            where = named.setdefault(_key(entity), [])
+            if section not in where:
+                where.append(section)
+    for entry in answer.timeline:
+        timeline[entry.section or first].append(entry.model_copy(update={"section": None}))
+    for skill in answer.skills:
+        skills[skill.section or first].append(skill.model_copy(update={"section": None}))
+    entities: dict[str, list[object]] = {section: [] for section in ids}
+    for spec in answer.entities:
+        for section in named.get((normalize_name(spec.name), spec.kind), [first]):
+            entities[section].append(spec)
+    return [
+        RecordMemories.model_validate(
+            {
+                "facts": facts[section],
+                "entities": entities[section],
+                "timeline": timeline[section],
+                "skills": skills[section],
+                "tacit": list(answer.tacit) if section == first else [],
+                "accessed": list(answer.accessed) if section == first else [],
+            }
+        )
+        for section in ids
+    ]

@@ -1,0 +1,198 @@
+"""Short conversations of one agent and day sharing one call (`llm.sections_per_call`), end to
+end: transcripts on disk -> real SDK over HTTP -> git-backed store, per-section provenance."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.fakes.fake_anthropic import Error, FakeAnthropicServer, RecordedRequest, ToolUse
+from tests.integration.harness import Workspace, turn
+from tests.integration.test_heartbeat import user_text
+
+from memoryd.extractors.heartbeat import HeartbeatReport
+from memoryd.jobs.environment import open_state
+from memoryd.jobs.heartbeat import build_heartbeat
+from memoryd.jobs.reconcile import reconcile_state
+
+_SECTION = re.compile(r"<<<(MEMORYD-[0-9A-F]+) BEGIN (s\d+)>>>\n(.*?)\n<<<\1 END \2>>>", re.DOTALL)
+_SINGLE = re.compile(r"<<<(MEMORYD-[0-9A-F]+) BEGIN>>>\n(.*?)\n<<<\1 END>>>", re.DOTALL)
+_REMEMBER = re.compile(r"^remember: (\w+) ([^:]+): (.+)$", re.MULTILINE)
+
+
+def sections_of(request: RecordedRequest) -> list[tuple[str | None, str]]:
+    text = user_text(request)
+    found = [(section, body) for _nonce, section, body in _SECTION.findall(text)]
+    return found or [(None, body) for _nonce, body in _SINGLE.findall(text)]
+
+
+def section_model(request: RecordedRequest, *, attribute: bool = True) -> ToolUse:
+    """Files the `remember:` lines of every section, each attributed to its section, plus one
+    timeline line per section."""
+    facts: list[dict[str, Any]] = []
+    entities: list[dict[str, Any]] = []
+    timeline: list[dict[str, Any]] = []
+    for section, body in sections_of(request):
+        where = {"section": section} if section and attribute else {}
+        for kind, name, fact in _REMEMBER.findall(body):
+            facts.append(
+                {"entity": {"name": name, "kind": kind}, "fact": fact, "category": "status"} | where
+            )
+            entities.append({"name": name, "kind": kind, "significant": True})
+        first = _REMEMBER.search(body)
+        if first:
+            timeline.append({"text": f"Talked about {first.group(2)}"} | where)
+    return ToolUse({"facts": facts, "entities": entities, "timeline": timeline})
+
+
+def write_short(ws: Workspace, count: int, day: str = "2026-03-02") -> None:
+    for number in range(count):
+        said = f"remember: company Customer {number}: Signed deal {number}"
+        when = f"{day}T{9 + number:02d}:00:00Z"
+        later = f"{day}T{9 + number:02d}:01:00Z"
+        ws.write_log(
+            f"short-{number}.jsonl",
+            [
+                {
+                    **turn("user", said, when),
+                    "session": f"conv-{number}",
+                },
+                {**turn("assistant", "Noted.", later), "session": f"conv-{number}"},
+            ],
+        )
+
+
+def sources_by_entity(ws: Workspace) -> dict[str, tuple[str, str]]:
+    found = {}
+    for path in ws.store.rglob("items.json"):
+        for fact in json.loads(path.read_text(encoding="utf-8")):
+            found[fact["fact"]] = (fact["source"]["session"], Path(fact["source"]["file"]).name)
+    return found
+
+
+def normalized(ws: Workspace) -> dict[str, str]:
+    return {path: text.replace(str(ws.root), "WS") for path, text in ws.memories().items()}
+
+
+@pytest.mark.parametrize("concurrency", [1, 4])
+def test_short_conversations_of_a_day_share_one_call_and_file_as_if_asked_alone(
+    tmp_path: Path, concurrency: int
+) -> None:
+    shared = Workspace(tmp_path / "shared")
+    shared.init()
+    write_short(shared, 3)
+    alone = Workspace(tmp_path / "alone")
+    alone.init()
+    write_short(alone, 3)
+    with FakeAnthropicServer(handler=section_model) as server:
+        report = shared.heartbeat(
+            shared.settings(llm={"sections_per_call": 8, "concurrency": concurrency}),
+            server.base_url,
+        )
+        requests = server.message_requests
+        assert len(requests) == 1
+        assert [section for section, _ in sections_of(requests[0])] == ["s1", "s2", "s3"]
+        alone.heartbeat(alone.settings(llm={"sections_per_call": 1}), server.base_url)
+        assert len(server.message_requests) == 4
+    assert report.outcome == "ok"
+    assert report.chunks_extracted == 3
+    assert report.counters.facts_added == 3
+    # Each fact keeps its own conversation's provenance.
+    assert sources_by_entity(shared) == {
+        f"Signed deal {n}": (f"conv-{n}", f"short-{n}.jsonl") for n in range(3)
+    }
+    # The same store, byte for byte, as one call per conversation.
+    assert normalized(shared) == normalized(alone)
+
+
+def test_conversations_of_different_days_do_not_share_a_call(ws_root: Workspace) -> None:
+    write_short(ws_root, 1, day="2026-03-02")
+    ws_root.write_log(
+        "other-day.jsonl",
+        [turn("user", "remember: company Initech: Renewed", "2026-03-03T09:00:00Z")],
+    )
+    with FakeAnthropicServer(handler=section_model) as server:
+        report = ws_root.heartbeat(ws_root.settings(llm={"sections_per_call": 8}), server.base_url)
+        assert len(server.message_requests) == 2
+        assert all(sections_of(r)[0][0] is None for r in server.message_requests)
+    assert report.counters.facts_added == 2
+
+
+def test_an_answer_without_sections_falls_back_to_one_call_per_conversation(
+    ws_root: Workspace,
+) -> None:
+    write_short(ws_root, 2)
+    with FakeAnthropicServer(handler=lambda r: section_model(r, attribute=False)) as server:
+        report = ws_root.heartbeat(ws_root.settings(llm={"sections_per_call": 8}), server.base_url)
+        requests = server.message_requests
+    # The shared call and its corrective retry, then each conversation alone.
+    assert len(requests) == 4
+    assert "section: required, one of s1, s2" in user_text(requests[1])
+    assert report.outcome == "ok"
+    assert report.chunks_failed == 0
+    assert report.counters.facts_added == 2
+    assert sources_by_entity(ws_root)["Signed deal 1"] == ("conv-1", "short-1.jsonl")
+
+
+def heartbeat_stopping_after(ws: Workspace, base_url: str, calls: int) -> HeartbeatReport:
+    """One heartbeat that is asked to stop once `calls` requests were answered."""
+    settings = ws.settings(llm={"sections_per_call": 8})
+    env = ws.environment()
+    with (
+        open_state(settings, env, discard_corrupt=True) as state,
+        ws.extractor(settings, base_url) as extractor,
+    ):
+        heartbeat = build_heartbeat(settings, env, state, extractor)
+        reconcile_state(state, heartbeat.git, heartbeat.settings.host, env.clock())
+        heartbeat.should_stop = lambda: heartbeat.report.chunks_extracted >= calls
+        return heartbeat.run()
+
+
+def test_a_heartbeat_stopped_after_the_shared_call_files_the_rest_next_time_unpaid(
+    tmp_path: Path,
+) -> None:
+    stopped = Workspace(tmp_path / "stopped")
+    stopped.init()
+    write_short(stopped, 3)
+    whole = Workspace(tmp_path / "whole")
+    whole.init()
+    write_short(whole, 3)
+    with FakeAnthropicServer(handler=section_model) as server:
+        first = heartbeat_stopping_after(stopped, server.base_url, 1)
+        assert len(server.message_requests) == 1
+        assert first.counters.facts_added == 1  # the first conversation only
+        assert first.chunks_deferred == 2
+        second = stopped.heartbeat(stopped.settings(llm={"sections_per_call": 8}), server.base_url)
+        assert len(server.message_requests) == 1  # the journalled answers: nothing paid twice
+        assert second.chunks_reused == 2
+        assert second.counters.facts_added == 2
+        stopped.heartbeat(stopped.settings(llm={"sections_per_call": 8}), server.base_url)
+        assert len(server.message_requests) == 1
+        whole.heartbeat(whole.settings(llm={"sections_per_call": 8}), server.base_url)
+    assert normalized(stopped) == normalized(whole)  # nothing filed twice, nothing lost
+
+
+@pytest.fixture
+def ws_root(tmp_path: Path) -> Workspace:
+    workspace = Workspace(tmp_path)
+    workspace.init()
+    return workspace
+
+
+def test_a_shared_call_the_api_keeps_failing_stops_the_heartbeat_and_files_nothing(
+    ws_root: Workspace,
+) -> None:
+    write_short(ws_root, 3)
+    settings = ws_root.settings(llm={"sections_per_call": 8})
+    with FakeAnthropicServer(handler=section_model) as server:
+        server.fail_next(*[Error(529, "overloaded_error")] * 3)  # every attempt of the call
+        first = ws_root.heartbeat(settings, server.base_url)
+        assert first.outcome == "stopped"
+        assert first.counters.facts_added == 0 and first.chunks_failed == 0
+        second = ws_root.heartbeat(settings, server.base_url)
+        assert len(server.message_requests) == 4  # three failed attempts, then one shared call
+    assert second.chunks_extracted == 3
+    assert second.counters.facts_added == 3
