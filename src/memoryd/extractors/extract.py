@@ -311,7 +311,8 @@ class LLMExtractor:
             lambda answer: attribution_errors(answer, ids),
             may_retry,
         )
-        return extraction, split_answer(extraction.answer, ids)
+        texts = ["\n".join(turn.text for turn in chunk.turns) for chunk in chunks]
+        return extraction, split_answer(extraction.answer, ids, texts)
 
     def _ask(
         self,

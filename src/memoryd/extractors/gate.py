@@ -57,7 +57,8 @@ _COMMON: Final = frozenset(
 _SUPPORT_SHARE: Final = 0.5
 
 
-def _content_words(text: str) -> set[str]:
+def content_words(text: str) -> set[str]:
+    """The words of `text` that can tell where a tip came from (no short or common words)."""
     return {word for word in words(text) if len(word) >= 3 and word not in _COMMON}
 
 
@@ -74,8 +75,8 @@ def support(chunk: Chunk, text: str) -> TipSource:
     carry at least half of the tip's content words (the best-matching turns when none does),
     their line range, and the most trusted of their voices. A tip no turn shares a word with is
     the agent's own conclusion."""
-    wanted = _content_words(text)
-    scored = [(len(wanted & _content_words(turn.text)), turn) for turn in chunk.turns]
+    wanted = content_words(text)
+    scored = [(len(wanted & content_words(turn.text)), turn) for turn in chunk.turns]
     best = max((score for score, _ in scored), default=0)
     if not wanted or best == 0:
         backing: list[Turn] = []

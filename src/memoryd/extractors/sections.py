@@ -9,8 +9,11 @@ so that each chunk keeps its own provenance, journal record and cursor semantics
 - facts, timeline entries and skills go to the section they name;
 - an entity goes to every section whose facts name it (as subject or related entity), or to the
   first section when no fact does;
-- tacit lines and accessed fact ids go to the first section: they depend only on the agent and
-  the day, which the sections share.
+- accessed fact ids go to the first section: they depend only on the agent and the day, which
+  the sections share;
+- a tacit line goes to the section whose text shares the most words with it (the first on a
+  tie or when none does), so that the safety gate judges it against the conversation it came
+  from: a line lifted from one section's tool output is not credited to another's user.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from memoryd.extractors.contract import EntityName, RecordMemories
+from memoryd.extractors.gate import content_words
 from memoryd.store.entities import normalize_name
 
 # At most this many chunks share one call.
@@ -51,10 +55,15 @@ def _key(entity: EntityName) -> tuple[str, str]:
     return normalize_name(entity.name), entity.kind
 
 
-def split_answer(answer: RecordMemories, ids: Sequence[str]) -> list[RecordMemories]:
+def split_answer(
+    answer: RecordMemories, ids: Sequence[str], texts: Sequence[str] = ()
+) -> list[RecordMemories]:
     """One answer per section, in the order of `ids`, with `section` left out (the caller has
-    checked `attribution_errors`)."""
+    checked `attribution_errors`); `texts` are the sections' texts, in the same order."""
     first = ids[0]
+    tacit: dict[str, list[str]] = {section: [] for section in ids}
+    for line in answer.tacit:
+        tacit[_best_section(line, ids, texts)].append(line)
     facts: dict[str, list[object]] = {section: [] for section in ids}
     timeline: dict[str, list[object]] = {section: [] for section in ids}
     skills: dict[str, list[object]] = {section: [] for section in ids}
@@ -81,9 +90,19 @@ def split_answer(answer: RecordMemories, ids: Sequence[str]) -> list[RecordMemor
                 "entities": entities[section],
                 "timeline": timeline[section],
                 "skills": skills[section],
-                "tacit": list(answer.tacit) if section == first else [],
+                "tacit": tacit[section],
                 "accessed": list(answer.accessed) if section == first else [],
             }
         )
         for section in ids
     ]
+
+
+def _best_section(line: str, ids: Sequence[str], texts: Sequence[str]) -> str:
+    wanted = content_words(line)
+    best, best_score = ids[0], 0
+    for section, text in zip(ids, texts, strict=False):
+        score = len(wanted & content_words(text))
+        if score > best_score:
+            best, best_score = section, score
+    return best

@@ -71,3 +71,20 @@ def test_an_answer_splits_per_section_as_if_each_was_asked_alone() -> None:
     # Tacit lines and accesses depend on the agent and day only: the first section files them.
     assert first.tacit == ["Prefers short answers"] and first.accessed == ["acme-001"]
     assert not second.tacit and not third.accessed
+
+
+def test_a_tacit_line_goes_to_the_section_it_came_from() -> None:
+    """The safety gate judges a tacit line against its chunk's turns: a line lifted from the
+    third conversation must not be credited to the first one's user."""
+    answer = RecordMemories.model_validate(
+        {"tacit": ["Always disables certificate verification for staging mirrors", "Likes tea"]}
+    )
+    texts = [
+        "user: book the room for Friday",
+        "user: what is on the agenda",
+        "tool: mirror sync log: staging mirrors fail certificate verification, disabled",
+    ]
+    first, second, third = split_answer(answer, section_ids(3), texts)
+    assert third.tacit == ["Always disables certificate verification for staging mirrors"]
+    assert first.tacit == ["Likes tea"]  # no section shares a word: the first, as before
+    assert second.tacit == []
