@@ -15,7 +15,7 @@ the transaction stay in step. Invariants:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from datetime import date
 
@@ -52,6 +52,8 @@ _SLUG_SHAPE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 _NESTED_BUCKETS = frozenset(
     layout.bucket.split("/", 1)[1] for layout in LAYOUTS.values() if "/" in layout.bucket
 )
+# Reads one entity folder: (store-relative folder, kind, slug, archived) -> entity or None.
+FolderReader = Callable[[str, EntityKind, str, bool], "Entity | None"]
 
 
 class EntityCatalog:
@@ -70,14 +72,16 @@ class EntityCatalog:
         self._mentions: LabelMatcher[str] = LabelMatcher()
 
     @classmethod
-    def load(cls, tx: FileTransaction) -> EntityCatalog:
+    def load(cls, tx: FileTransaction, read_folder: FolderReader | None = None) -> EntityCatalog:
         """Read every entity folder of the store (archives included).
 
         A folder with `entity.json` gives its metadata; a folder with only `summary.md` or
         `items.json` (made by hand) is taken as an active entity named after its summary heading
-        or its folder. Raise CorruptFileError if an `entity.json` does not parse.
+        or its folder. Raise CorruptFileError if an `entity.json` does not parse. `read_folder`
+        replaces the reading of one folder (`memoryd.store.catalog_cache` answers from a cache).
         """
         catalog = cls(tx)
+        read = read_folder or catalog._read_folder
         for archived in (False, True):
             base = f"{LIFE}/{ARCHIVES}" if archived else LIFE
             for kind in KINDS:
@@ -87,7 +91,7 @@ class EntityCatalog:
                         continue
                     catalog._taken.add(name)
                     if _SLUG_SHAPE.match(name):
-                        entity = catalog._read_folder(f"{bucket}/{name}", kind, name, archived)
+                        entity = read(f"{bucket}/{name}", kind, name, archived)
                         # A ref found both active and archived (a hand-made copy): active wins.
                         if entity is not None and entity.ref not in catalog._by_ref:
                             catalog._register(entity)
@@ -241,6 +245,12 @@ class EntityCatalog:
         current = self._by_ref.get(entity.ref)
         if current is None:
             raise InvalidEntityError(f"{entity.ref} is not an entity of this store")
+        # Read the folder through the transaction before changing it: an entity loaded from a
+        # cache was never read, and the transaction must know what it is about to overwrite.
+        found = self._read_folder(current.folder, current.kind, current.slug, current.archived)
+        if found is not None and (found != current or found.extra != current.extra):
+            self._register(found)
+            current = found
         return current
 
     def _allocate_slug(self, name: str) -> str:
