@@ -44,7 +44,7 @@ CACHE_FILE = "catalog-cache.json"  # its name in the state directory
 _Key = list[int]
 
 
-def stat_key(path: Path) -> _Key | None:
+def stat_key(path: str | Path) -> _Key | None:
     """The key of a regular file at `path` (no link followed at its last component), or None."""
     try:
         info = os.lstat(path)
@@ -59,6 +59,7 @@ def load_catalog(tx: FileTransaction, cache_file: Path) -> EntityCatalog:
     """The store's catalogue as `EntityCatalog.load(tx)` reads it, from `cache_file` where the
     files are unchanged; the cache is brought up to date. Raise as `EntityCatalog.load`."""
     root = tx.root
+    base = str(root)
     cached = _read_cache(cache_file, root)
     kept: dict[str, list[Any]] = {}
     reads = 0
@@ -67,7 +68,7 @@ def load_catalog(tx: FileTransaction, cache_file: Path) -> EntityCatalog:
     def read(folder: str, kind: EntityKind, slug: str, archived: bool) -> Entity | None:
         nonlocal reads
         # The key before the read: a file changed in between is read again next time.
-        key = _folder_key(root, folder)
+        key = _folder_key(base, folder)
         hit = cached.get(folder)
         if key is not None and hit is not None and hit[0] == key:
             entity = _entity(hit[1], kind, slug, archived)
@@ -87,13 +88,15 @@ def load_catalog(tx: FileTransaction, cache_file: Path) -> EntityCatalog:
     return catalog
 
 
-def _folder_key(root: Path, folder: str) -> _Key | None:
+def _folder_key(root: str, folder: str) -> _Key | None:
+    # Plain strings, not Path objects: this runs once per entity of the store.
+    where = f"{root}/{folder}"
     try:
-        if not stat.S_ISDIR(os.lstat(root / folder).st_mode):
+        if not stat.S_ISDIR(os.lstat(where).st_mode):
             return None
     except OSError:
         return None
-    return stat_key(root / folder / METADATA_FILE)
+    return stat_key(f"{where}/{METADATA_FILE}")
 
 
 def _document(entity: Entity) -> dict[str, Any]:
