@@ -32,14 +32,19 @@ from typing import Any
 import structlog
 
 from memoryd.store.atomic import atomic_write_text
-from memoryd.store.catalog import EntityCatalog
+from memoryd.store.catalog import EntityCatalog, LabelForms, label_forms
 from memoryd.store.entities import METADATA_FILE, Entity, InvalidEntityError, check_status
 from memoryd.store.transaction import FileTransaction
 from memoryd.store.vocabulary import EntityKind
 
 log = structlog.get_logger(__name__)
 
-CACHE_VERSION = 1
+CACHE_VERSION = 2
+# A label whose forms are kept in the cache's header: a memoryd whose normalizing or look-alike
+# folding differs computes other forms, and the whole cache is then read again.
+_PROBE = Entity(
+    name="Zo\u00eb \u013f'Acme-42 \u216b", kind="person", slug="probe", aliases=("\uff21cme",)
+)
 CACHE_FILE = "catalog-cache.json"  # its name in the state directory
 _Key = list[int]
 
@@ -62,6 +67,7 @@ def load_catalog(tx: FileTransaction, cache_file: Path) -> EntityCatalog:
     base = str(root)
     cached = _read_cache(cache_file, root)
     kept: dict[str, list[Any]] = {}
+    known_forms: dict[str, list[LabelForms]] = {}
     reads = 0
     reader = EntityCatalog(tx)
 
@@ -72,16 +78,20 @@ def load_catalog(tx: FileTransaction, cache_file: Path) -> EntityCatalog:
         hit = cached.get(folder)
         if key is not None and hit is not None and hit[0] == key:
             entity = _entity(hit[1], kind, slug, archived)
-            if entity is not None:
+            forms = _forms(hit[2])
+            if entity is not None and forms is not None:
                 kept[folder] = hit
+                known_forms[entity.ref] = forms
                 return entity
         reads += 1
         entity = reader._read_folder(folder, kind, slug, archived)
         if key is not None and entity is not None:
-            kept[folder] = [key, _document(entity)]
+            forms = label_forms(entity)
+            kept[folder] = [key, _document(entity), forms]
+            known_forms[entity.ref] = forms
         return entity
 
-    catalog = EntityCatalog.load(tx, read_folder=read)
+    catalog = EntityCatalog.load(tx, read_folder=read, forms=lambda e: known_forms.get(e.ref))
     if reads or kept.keys() != cached.keys():
         _write_cache(cache_file, root, kept)
     log.debug("store.catalog_loaded", entities=len(catalog), read=reads, cached=len(kept))
@@ -127,6 +137,21 @@ def _entity(document: Any, kind: EntityKind, slug: str, archived: bool) -> Entit
         return None
 
 
+def _forms(cached: Any) -> list[LabelForms] | None:
+    """The cached label forms, or None when they are not what this code wrote."""
+    try:
+        return [
+            (str(normalized), str(look), tuple(map(str, label)), tuple(map(str, normal)))
+            for normalized, look, label, normal in cached
+        ]
+    except (TypeError, ValueError):
+        return None
+
+
+def _probe() -> list[list[Any]]:
+    return [[a, b, list(c), list(d)] for a, b, c, d in label_forms(_PROBE)]
+
+
 def _read_cache(cache_file: Path, root: Path) -> dict[str, list[Any]]:
     try:
         document = json.loads(cache_file.read_text(encoding="utf-8"))
@@ -136,18 +161,24 @@ def _read_cache(cache_file: Path, root: Path) -> dict[str, list[Any]]:
         not isinstance(document, dict)
         or document.get("version") != CACHE_VERSION
         or document.get("root") != str(root)
+        or document.get("probe") != _probe()
         or not isinstance(document.get("folders"), dict)
     ):
         return {}
     return {
         folder: entry
         for folder, entry in document["folders"].items()
-        if isinstance(entry, list) and len(entry) == 2
+        if isinstance(entry, list) and len(entry) == 3
     }
 
 
 def _write_cache(cache_file: Path, root: Path, folders: dict[str, list[Any]]) -> None:
-    document = {"version": CACHE_VERSION, "root": str(root), "folders": folders}
+    document = {
+        "version": CACHE_VERSION,
+        "root": str(root),
+        "probe": _probe(),
+        "folders": folders,
+    }
     try:
         cache_file.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(cache_file, json.dumps(document, ensure_ascii=False, sort_keys=True))

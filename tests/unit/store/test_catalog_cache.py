@@ -180,7 +180,7 @@ def test_a_pull_from_another_host_is_seen(store: Path, cache: Path, tmp_path: Pa
     assert snapshot(catalog) == snapshot(EntityCatalog.load(unit(store)))
 
 
-@pytest.mark.parametrize("content", ["not json", '{"version": 99}', "[]", '{"version": 1}'])
+@pytest.mark.parametrize("content", ["not json", '{"version": 99}', "[]", '{"version": 2}'])
 def test_a_broken_or_foreign_cache_is_rebuilt(store: Path, cache: Path, content: str) -> None:
     cache.parent.mkdir(parents=True)
     cache.write_text(content, encoding="utf-8")
@@ -190,7 +190,7 @@ def test_a_broken_or_foreign_cache_is_rebuilt(store: Path, cache: Path, content:
 
     assert len(metadata_reads(tx)) == 3
     assert snapshot(catalog) == snapshot(EntityCatalog.load(unit(store)))
-    assert json.loads(cache.read_text(encoding="utf-8"))["version"] == 1
+    assert json.loads(cache.read_text(encoding="utf-8"))["version"] == 2
 
 
 def test_a_bad_cached_entry_is_read_from_the_store(store: Path, cache: Path) -> None:
@@ -233,3 +233,50 @@ def test_an_unwritable_cache_only_costs_the_reads(store: Path, tmp_path: Path) -
         catalog = load_catalog(tx, cache)
         assert len(metadata_reads(tx)) == 3
         assert len(catalog) == 3
+
+
+def test_cached_label_forms_find_mentions_and_look_alikes_as_a_fresh_load_does(
+    store: Path, cache: Path
+) -> None:
+    load_catalog(unit(store), cache)
+    tx = unit(store)
+    cached = load_catalog(tx, cache)
+    fresh = EntityCatalog.load(unit(store))
+
+    assert metadata_reads(tx) == []
+    text = "Met JANE DOE and jd from ACME about the old project"
+    assert cached.mentioned_in(text) == fresh.mentioned_in(text)
+    assert [e.ref for e in cached.mentioned_in(text)] == [
+        "companies/acme",
+        "people/jane-doe",
+        "projects/old-project",
+    ]
+    lookalike = "\u0410cme"  # a Cyrillic A
+    assert cached.resolve(lookalike) == fresh.resolve(lookalike) == cached.by_ref("companies/acme")
+
+
+def test_a_memoryd_that_normalizes_names_otherwise_reads_everything_again(
+    store: Path, cache: Path
+) -> None:
+    load_catalog(unit(store), cache)
+    document = json.loads(cache.read_text(encoding="utf-8"))
+    document["probe"][0][0] = "normalized some other way"
+    cache.write_text(json.dumps(document), encoding="utf-8")
+
+    tx = unit(store)
+    load_catalog(tx, cache)
+
+    assert len(metadata_reads(tx)) == 3
+
+
+def test_bad_cached_label_forms_are_computed_again(store: Path, cache: Path) -> None:
+    load_catalog(unit(store), cache)
+    document = json.loads(cache.read_text(encoding="utf-8"))
+    document["folders"]["life/areas/people/jane-doe"][2] = [["too", "short"]]
+    cache.write_text(json.dumps(document), encoding="utf-8")
+
+    tx = unit(store)
+    catalog = load_catalog(tx, cache)
+
+    assert metadata_reads(tx) == [JANE]
+    assert catalog.resolve("JD") == catalog.by_ref("people/jane-doe")
