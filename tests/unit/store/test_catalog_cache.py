@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from memoryd.errors import PathEscapeError
 from memoryd.store.catalog import EntityCatalog
 from memoryd.store.catalog_cache import load_catalog
 from memoryd.store.entities import Entity
@@ -280,3 +281,31 @@ def test_bad_cached_label_forms_are_computed_again(store: Path, cache: Path) -> 
 
     assert metadata_reads(tx) == [JANE]
     assert catalog.resolve("JD") == catalog.by_ref("people/jane-doe")
+
+
+def test_a_hand_made_folder_is_read_every_time(store: Path, cache: Path) -> None:
+    load_catalog(unit(store), cache)
+    hand_made = store / "life/areas/people/bob-roe"
+    hand_made.mkdir()
+    (hand_made / "summary.md").write_text("# Bob Roe\n", encoding="utf-8")
+
+    for _ in range(2):
+        tx = unit(store)
+        catalog = load_catalog(tx, cache)
+        assert metadata_reads(tx) == ["life/areas/people/bob-roe/entity.json"]
+        assert catalog.by_ref("people/bob-roe").name == "Bob Roe"  # type: ignore[union-attr]
+
+
+def test_a_linked_entity_file_is_refused_as_without_a_cache(
+    store: Path, cache: Path, tmp_path: Path
+) -> None:
+    load_catalog(unit(store), cache)
+    outside = tmp_path / "outside.json"
+    outside.write_text('{"name": "Acme Corp"}\n', encoding="utf-8")
+    acme = store / "life/areas/companies/acme/entity.json"
+    acme.unlink()
+    acme.symlink_to(outside)
+
+    for load in (EntityCatalog.load, lambda tx: load_catalog(tx, cache)):
+        with pytest.raises(PathEscapeError):
+            load(unit(store))
