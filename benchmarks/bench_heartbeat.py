@@ -486,9 +486,10 @@ What the rows say:
   interpreter and memoryd's imports (settings through pydantic, GitPython, structlog) and the
   redaction rules compiled at import for the log processor (together about 0.45 s of CPU),
   decoding the 2,000 stored cursors (about 0.05 s) and four git commands. `main` and `cache`
-  run alike within this machine's noise (timed in turns, 0.8-1.0 s wall, 0.8 s CPU each under
-  a load average of 3); the 0.5 s target is not met here: it needs the imports and the rule
-  compilation cut, not done.
+  run alike within this machine's noise: the row is the median of 7 runs each, one column
+  right after the other (`--only idle --runs 7`), and timed in turns by hand they gave
+  0.8-1.0 s wall and 0.8 s CPU each under a load average of 3. The 0.5 s target is not met
+  here: it needs the imports and the rule compilation cut, not done.
 - **Big store.** A heartbeat that files something no longer reads every `entity.json`: the
   catalogue is cached in the state directory (`catalog-cache.json`,
   `memoryd.store.catalog_cache`), each entity with the inode, size and times of its file
