@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, fields
 from datetime import date, time
+from pathlib import Path
 from typing import Any, ParamSpec, Protocol
 
 from memoryd.errors import StoreError
@@ -26,6 +27,7 @@ from memoryd.extractors.contract import EntityIn, FactIn, RecordMemories, Timeli
 from memoryd.extractors.gate import Outcome, Tip, file_tip, support
 from memoryd.logs import get_logger
 from memoryd.store.catalog import EntityCatalog
+from memoryd.store.catalog_cache import load_catalog
 from memoryd.store.entities import Entity, normalize_name
 from memoryd.store.facts import FactBook, FactDraft
 from memoryd.store.items import FactSource
@@ -111,9 +113,14 @@ class StoreSession:
         tacit_file: str,
         today: date,
         host_code: int | None = None,
+        catalog_cache: Path | None = None,
     ) -> StoreSession:
-        """`host_code`: this host's fact-id code in a store shared by several hosts."""
-        catalog = EntityCatalog.load(tx)
+        """`host_code`: this host's fact-id code in a store shared by several hosts;
+        `catalog_cache`: where the entity catalogue is cached (`memoryd.store.catalog_cache`)."""
+        if catalog_cache is None:
+            catalog = EntityCatalog.load(tx)
+        else:
+            catalog = load_catalog(tx, catalog_cache)
         facts = FactBook(tx, catalog, host_code=host_code)
         return cls(tx, catalog, facts, skills_dir, tacit_file, today)
 

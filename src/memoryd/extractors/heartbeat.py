@@ -39,6 +39,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
+from pathlib import Path
 from typing import Any, Literal
 from zoneinfo import ZoneInfo
 
@@ -126,6 +127,7 @@ class HeartbeatOptions:
     quarantine_after: int = 3
     concurrency: int = 1  # model calls in flight at once (`memoryd.extractors.ahead`)
     sections_per_call: int = 1  # short chunks sharing one call (`memoryd.extractors.sharing`)
+    catalog_cache: Path | None = None  # the entity catalogue's cache (in the state directory)
 
 
 @dataclass
@@ -290,6 +292,7 @@ class Heartbeat:
             tacit_file=self.settings.tacit_file,
             today=self.clock().astimezone(self.settings.zone).date(),
             host_code=self.settings.host_code,
+            catalog_cache=self.settings.catalog_cache,
         )
         pending = PendingOverlay(self.state.pending)
         counters = ApplyCounters()

@@ -82,7 +82,12 @@ def read_sources(
         first_sight = state.meta.get(f"source.seen:{source.key}") is None
         result = source.reader.read(cursors, since=since, first_sight=first_sight)
         intake.old[source.key] = dict(stored)
-        intake.new[source.key] = {path: c.to_json() for path, c in result.cursors.items()}
+        # A cursor that did not move keeps its stored text (no encoding of every file's cursor
+        # on a heartbeat where nothing is new).
+        intake.new[source.key] = {
+            path: stored[path] if cursors.get(path) == cursor else cursor.to_json()
+            for path, cursor in result.cursors.items()
+        }
         for conversation in result.conversations:
             cleaned = clean(_not_yet_filed(conversation, intake.ahead))
             if cleaned is None:

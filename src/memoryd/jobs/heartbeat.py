@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import date
+from pathlib import Path
 
 from memoryd.extractors.extract import Extractor, MarkersExtractor, WatchedExtractor
 from memoryd.extractors.heartbeat import Heartbeat, HeartbeatOptions, HeartbeatReport
@@ -35,11 +36,14 @@ from memoryd.rewrite.tiers import TierRule
 from memoryd.settings import Settings, state_directory
 from memoryd.state.facade import State
 from memoryd.store.catalog import EntityCatalog
+from memoryd.store.catalog_cache import CACHE_FILE as CATALOG_CACHE_FILE
 from memoryd.store.items import host_id_code
 from memoryd.store.transaction import FileTransaction
 
 
-def heartbeat_options(settings: Settings, host: str) -> HeartbeatOptions:
+def heartbeat_options(
+    settings: Settings, host: str, catalog_cache: Path | None = None
+) -> HeartbeatOptions:
     return HeartbeatOptions(
         zone=settings.schedule.zone,
         chunk_tokens=settings.llm.chunk_tokens,
@@ -57,6 +61,7 @@ def heartbeat_options(settings: Settings, host: str) -> HeartbeatOptions:
         # The markers provider asks no model: nothing to wait for, nothing to run ahead.
         concurrency=settings.llm.concurrency if settings.llm.provider != "markers" else 1,
         sections_per_call=settings.llm.sections_per_call,
+        catalog_cache=catalog_cache,
     )
 
 
@@ -74,7 +79,8 @@ def build_heartbeat(
     """A Heartbeat over real parts; the store is checked (and migrated unless `dry_run`).
     `reads` are the queued reads by agents it files as accesses (`memoryd.reading.accesses`)."""
     git = git_store(settings, env.clock)
-    prepare_store(git, dry_run=dry_run)
+    # The heartbeat's foreign-edits step removes leftover temporary files from `git status`.
+    prepare_store(git, dry_run=dry_run, sweep=False)
     rule = TierRule.from_settings(settings.decay)
 
     def refresh(
@@ -83,7 +89,11 @@ def build_heartbeat(
         return refresh_summaries(tx, catalog, items_paths, today=today, rule=rule)
 
     return Heartbeat(
-        settings=heartbeat_options(settings, host_name(settings, env)),
+        settings=heartbeat_options(
+            settings,
+            host_name(settings, env),
+            state_directory(settings, env.environ) / CATALOG_CACHE_FILE,
+        ),
         sources=build_sources(settings, state_directory(settings, env.environ)),
         state=state,
         git=git,

@@ -36,16 +36,17 @@ def git_store(settings: Settings, clock: Clock) -> GitStore:
     )
 
 
-def prepare_store(git: GitStore, *, dry_run: bool) -> None:
+def prepare_store(git: GitStore, *, dry_run: bool, sweep: bool = True) -> None:
     """Check the store before a job: it must be a memoryd store of a format this memoryd reads,
     in a folder its repository does not ignore. A real run also migrates an older format and
     sweeps leftover temporary files; a dry run changes nothing. Raise StoreError (run `memoryd
-    init`), StoreFormatError or IgnoredStoreError."""
+    init`), StoreFormatError or IgnoredStoreError. Without `sweep`, the store is not walked for
+    temporary files (a heartbeat's foreign-edits step removes the ones git lists)."""
     if dry_run:
         check_store(git.store_root)
         git.check_not_ignored()
     else:
-        open_store(git.store_root, git)
+        open_store(git.store_root, git, sweep=sweep)
 
 
 @contextmanager

@@ -15,7 +15,7 @@ the transaction stay in step. Invariants:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from datetime import date
 
@@ -52,6 +52,11 @@ _SLUG_SHAPE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 _NESTED_BUCKETS = frozenset(
     layout.bucket.split("/", 1)[1] for layout in LAYOUTS.values() if "/" in layout.bucket
 )
+# Reads one entity folder: (store-relative folder, kind, slug, archived) -> entity or None.
+FolderReader = Callable[[str, EntityKind, str, bool], "Entity | None"]
+# What the lookup tables index for one label: its normalized name, its look-alike skeleton, its
+# words and its normalized name's words (`label_forms`; a cache may keep them).
+LabelForms = tuple[str, str, tuple[str, ...], tuple[str, ...]]
 
 
 class EntityCatalog:
@@ -70,14 +75,22 @@ class EntityCatalog:
         self._mentions: LabelMatcher[str] = LabelMatcher()
 
     @classmethod
-    def load(cls, tx: FileTransaction) -> EntityCatalog:
+    def load(
+        cls,
+        tx: FileTransaction,
+        read_folder: FolderReader | None = None,
+        forms: Callable[[Entity], list[LabelForms] | None] | None = None,
+    ) -> EntityCatalog:
         """Read every entity folder of the store (archives included).
 
         A folder with `entity.json` gives its metadata; a folder with only `summary.md` or
         `items.json` (made by hand) is taken as an active entity named after its summary heading
-        or its folder. Raise CorruptFileError if an `entity.json` does not parse.
+        or its folder. Raise CorruptFileError if an `entity.json` does not parse. `read_folder`
+        replaces the reading of one folder (`memoryd.store.catalog_cache` answers from a cache)
+        and `forms` gives an entity's `label_forms` when they are known.
         """
         catalog = cls(tx)
+        read = read_folder or catalog._read_folder
         for archived in (False, True):
             base = f"{LIFE}/{ARCHIVES}" if archived else LIFE
             for kind in KINDS:
@@ -87,10 +100,10 @@ class EntityCatalog:
                         continue
                     catalog._taken.add(name)
                     if _SLUG_SHAPE.match(name):
-                        entity = catalog._read_folder(f"{bucket}/{name}", kind, name, archived)
+                        entity = read(f"{bucket}/{name}", kind, name, archived)
                         # A ref found both active and archived (a hand-made copy): active wins.
                         if entity is not None and entity.ref not in catalog._by_ref:
-                            catalog._register(entity)
+                            catalog._register(entity, forms(entity) if forms else None)
         return catalog
 
     def _read_folder(
@@ -241,6 +254,12 @@ class EntityCatalog:
         current = self._by_ref.get(entity.ref)
         if current is None:
             raise InvalidEntityError(f"{entity.ref} is not an entity of this store")
+        # Read the folder through the transaction before changing it: an entity loaded from a
+        # cache was never read, and the transaction must know what it is about to overwrite.
+        found = self._read_folder(current.folder, current.kind, current.slug, current.archived)
+        if found is not None and (found != current or found.extra != current.extra):
+            self._register(found)
+            current = found
         return current
 
     def _allocate_slug(self, name: str) -> str:
@@ -252,9 +271,10 @@ class EntityCatalog:
             candidate = base[: MAX_SLUG_LENGTH - len(suffix)].rstrip("-") + suffix
         return candidate
 
-    def _register(self, entity: Entity) -> None:
+    def _register(self, entity: Entity, forms: list[LabelForms] | None = None) -> None:
         """Add or replace `entity` in every lookup table. Labels only grow, so nothing is
-        removed from the name tables when an entity is replaced by its updated self."""
+        removed from the name tables when an entity is replaced by its updated self. `forms`:
+        the entity's `label_forms`, when known."""
         holder = self._by_slug.get(entity.slug)
         # Two hand-made folders of different kinds may share a slug; the first one read keeps it.
         if holder is None or holder.ref == entity.ref:
@@ -263,11 +283,22 @@ class EntityCatalog:
         self._by_name.setdefault(entity.name, set()).add(entity.ref)
         for alias in entity.aliases:
             self._by_alias.setdefault(alias, set()).add(entity.ref)
-        for label in entity.names:
-            self._by_normalized.setdefault(normalize_name(label), set()).add(entity.ref)
-            self._by_skeleton.setdefault(_look(label), set()).add(entity.ref)
-            self._mentions.add(label, entity.ref)
-            self._mentions.add(normalize_name(label), entity.ref)
+        if forms is None or len(forms) != len(entity.names):
+            forms = label_forms(entity)
+        for normalized, look, label_words, normalized_words in forms:
+            self._by_normalized.setdefault(normalized, set()).add(entity.ref)
+            self._by_skeleton.setdefault(look, set()).add(entity.ref)
+            self._mentions.add_words(label_words, entity.ref)
+            self._mentions.add_words(normalized_words, entity.ref)
+
+
+def label_forms(entity: Entity) -> list[LabelForms]:
+    """What the lookup tables index for each of the entity's names (name first, then aliases)."""
+    forms = []
+    for label in entity.names:
+        normalized = normalize_name(label)
+        forms.append((normalized, _look(label), tuple(words(label)), tuple(words(normalized))))
+    return forms
 
 
 def _look(label: str) -> str:

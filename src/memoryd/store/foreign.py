@@ -15,7 +15,8 @@ Decisions:
   other edit;
 - files over `max_bytes` are not read at all and stay uncommitted, reported as `too-large`;
 - a symlink is scanned by its target text, never followed, and committed as a link;
-- deletions need no scan; memoryd's temporary files (`.*.tmp`) are never foreign edits.
+- deletions need no scan; memoryd's temporary files (`.*.tmp`) are never foreign edits; untracked
+  ones (a write interrupted by a crash) are removed.
 
 Known limit: a file changed again between the scan and `git add` is committed unscanned; memoryd
 holds its single-writer lock, so only a person editing at that very moment can cause it.
@@ -24,7 +25,7 @@ holds its single-writer lock, so only a person editing at that very moment can c
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -56,6 +57,7 @@ class ForeignEditsResult:
     commit: str | None
     committed: tuple[str, ...]
     withheld: tuple[WithheldFile, ...]
+    swept: tuple[str, ...] = ()  # memoryd's leftover temporary files, removed
 
 
 def commit_foreign_edits(
@@ -74,6 +76,9 @@ def commit_foreign_edits(
     status = git.status()
     committed: list[str] = []
     withheld: list[WithheldFile] = []
+    # memoryd's own temporary files that an interrupted write left are removed here, from the
+    # status already at hand: a cost in what changed, where a sweep of the store grows with it.
+    swept = _sweep(git.store_root, status.untracked)
     for key in sorted({*status.modified, *status.untracked, *status.deleted}):
         if is_temporary(PurePosixPath(key).name):
             continue
@@ -91,7 +96,19 @@ def commit_foreign_edits(
     sha = git.commit(committed, message) if committed else None
     if sha is not None:
         log.info("store.foreign_edits_committed", commit=sha, paths=len(committed))
-    return ForeignEditsResult(sha, tuple(committed), tuple(withheld))
+    return ForeignEditsResult(sha, tuple(committed), tuple(withheld), swept)
+
+
+def _sweep(root: Path, untracked: Iterable[str]) -> tuple[str, ...]:
+    swept = []
+    for key in untracked:
+        path = root / key
+        if is_temporary(PurePosixPath(key).name) and path.is_file() and not path.is_symlink():
+            path.unlink(missing_ok=True)
+            swept.append(key)
+    if swept:
+        log.info("store.temporaries_swept", count=len(swept))
+    return tuple(swept)
 
 
 def _scan(path: Path, scanner: Callable[[str], list[str]], max_bytes: int) -> tuple[str, ...]:

@@ -279,12 +279,14 @@ class GitStore:
             session.check_writable()
             session.clear_index_lock()
             pathspecs = [session.to_repo_relative(p) for p in relative]
-            known = session.tracked(pathspecs)
+            # The index is listed only for paths gone from disk (a deletion or a move): on most
+            # commits every path exists, and listing a big store's index costs more than them.
+            gone = [spec for spec in pathspecs if not os.path.lexists(session.work_tree / spec)]
+            known = session.tracked(gone) if gone else set()
             stageable = [
                 spec
                 for spec in pathspecs
-                if os.path.lexists(session.work_tree / spec)
-                or any(k == spec or k.startswith(spec + "/") for k in known)
+                if spec not in gone or any(k == spec or k.startswith(spec + "/") for k in known)
             ]
             if not stageable:
                 return None

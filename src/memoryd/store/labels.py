@@ -12,7 +12,7 @@ Words are compared folded (accents and case), so "José" in a label matches "jos
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
@@ -40,7 +40,10 @@ class LabelMatcher(Generic[Key]):
 
     def add(self, label: str, key: Key) -> None:
         """Register `label` as a way of mentioning `key`. A label without words is ignored."""
-        sequence = words(label)
+        self.add_words(words(label), key)
+
+    def add_words(self, sequence: Sequence[str], key: Key) -> None:
+        """`add` for a label already split by `memoryd.store.text.words`."""
         if not sequence:
             return
         # The remembered answers stay right: only the new label can add to them.

@@ -135,8 +135,10 @@ def check_store(root: Path) -> int:
     return version
 
 
-def open_store(root: Path, git: GitStore | None = None) -> StoreInfo:
-    """Check the store at `root`, migrate an older format, and sweep leftover temporary files.
+def open_store(root: Path, git: GitStore | None = None, *, sweep: bool = True) -> StoreInfo:
+    """Check the store at `root`, migrate an older format, and sweep leftover temporary files
+    (unless not `sweep`: a heartbeat removes the ones `git status` lists, see
+    `memoryd.store.foreign`, instead of walking the whole store).
 
     With `git`, the migration's changes are committed (only those paths). Raise StoreError if
     `root` is not a memoryd store (run `memoryd init`), StoreFormatError if it is too new, and,
@@ -147,7 +149,7 @@ def open_store(root: Path, git: GitStore | None = None) -> StoreInfo:
     version = check_store(root)
     if git is not None:
         git.check_not_ignored()
-    swept = tuple(sweep_temporaries(root))
+    swept = tuple(sweep_temporaries(root)) if sweep else ()
     if swept:
         log.info("store.temporaries_swept", count=len(swept))
     if version == CURRENT_FORMAT:

@@ -161,6 +161,26 @@ def test_after_the_commit_only_what_appeared_since_is_read(state: State, logs: P
     assert later.new[source.key] != first.new[source.key]
 
 
+def test_a_cursor_that_did_not_move_keeps_its_stored_text(state: State, logs: Path) -> None:
+    path = write_log(logs / "s1.jsonl", [said("user", "Plan the launch", START)])
+    source = source_of(logs)
+    commit(state, read(state, source), source)
+    # Stored as another writer might have spelt it: same cursor, other JSON layout.
+    stored = state.cursors.for_source(source.agent, source.key)[str(path)]
+    respelt = json.dumps(json.loads(stored), indent=1)
+    state.cursors.replace_source(source.agent, source.key, {str(path): respelt})
+
+    idle = read(state, source)
+
+    assert idle.chunks == []
+    assert idle.new == idle.old == {source.key: {str(path): respelt}}  # not encoded again
+
+    write_log(path, [said("user", "Launch moved", START + timedelta(hours=1))], append=True)
+    moved = read(state, source).new[source.key][str(path)]
+    assert moved == FileCursor.from_json(moved).to_json()
+    assert FileCursor.from_json(moved).position > FileCursor.from_json(respelt).position
+
+
 def test_backfill_skips_older_content_on_a_sources_first_sight(state: State, logs: Path) -> None:
     write_log(
         logs / "s1.jsonl",

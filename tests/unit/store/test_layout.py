@@ -280,3 +280,15 @@ def test_a_store_with_its_own_repository_may_sit_in_an_ignored_folder(tmp_path: 
     assert sorted(git(root, "ls-files").split()) == SKELETON
     assert git(repo, "rev-list", "--count", "HEAD").strip() == "1"
     assert init(root).commit is None
+
+
+def test_opening_without_the_sweep_leaves_the_store_unwalked(tmp_path: Path) -> None:
+    root = tmp_path / "store"
+    init(root)
+    leftover = root / "life" / ".index.md.k3j2.tmp"
+    leftover.write_text("half-written\n")
+
+    info = open_store(root, sweep=False)
+
+    assert leftover.exists()  # left to the heartbeat's foreign-edits step
+    assert info.swept == ()

@@ -212,3 +212,24 @@ def test_memoryd_temporaries_are_never_foreign_edits(tmp_path: Path, name: str) 
     root = seeded_store(tmp_path / "store", {"MEMORY.md": "# Tacit\n"})
     (root / name).write_text("scratch\n")
     assert unit_for(root).commit_foreign_edits(fake_scanner).committed == ()
+
+
+def test_leftover_temporaries_git_lists_are_swept_and_nothing_else(tmp_path: Path) -> None:
+    root = seeded_store(tmp_path / "store", {"MEMORY.md": "# Tacit\n", "life/x/a.md": "a\n"})
+    leftovers = [root / ".MEMORY.md.k3j2.tmp", root / "life" / "x" / ".a.md.q9.tmp"]
+    for path in leftovers:
+        path.write_text("half-written\n")
+    (root / "life" / "x" / "notes.tmp").write_text("a person's file\n")  # not memoryd's name
+    (root / "outside").mkdir()
+    (root / "outside" / "real.md").write_text("r\n")
+    (root / "life" / ".link.md.z1.tmp").symlink_to(root / "outside" / "real.md")
+
+    with capture_logs() as logs:
+        result = unit_for(root).commit_foreign_edits(fake_scanner)
+
+    assert result.swept == (".MEMORY.md.k3j2.tmp", "life/x/.a.md.q9.tmp")
+    assert not any(path.exists() for path in leftovers)
+    assert (root / "life" / "x" / "notes.tmp").exists()
+    assert (root / "outside" / "real.md").read_text() == "r\n"
+    assert "life/x/notes.tmp" in result.committed
+    assert any(e["event"] == "store.temporaries_swept" and e["count"] == 2 for e in logs)

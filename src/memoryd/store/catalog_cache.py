@@ -1,0 +1,187 @@
+"""A cache of the entity catalogue, so that a heartbeat does not read every `entity.json`.
+
+The store stays the truth. The cache (a JSON file in the state directory, passed in by the
+caller) keeps each entity with the stat key of the `entity.json` it was read from: inode, size,
+modification and change times in nanoseconds. `load_catalog` lists the bucket folders as
+`EntityCatalog.load` does, and takes an entity from the cache only when its file still has the
+same key (an `lstat`, no read); any other folder is read through the transaction, as without a
+cache. A change of any kind is therefore seen at the next load: memoryd's own writes (atomic,
+so a new inode), a person's commit or uncommitted hand edit, a checkout or a merge of another
+host's work (git writes new files). A missing, unreadable or foreign cache is rebuilt; the file
+is rewritten only when something had to be read. A heartbeat on an unchanged store costs one
+`lstat` per entity instead of a read, a digest and a parse.
+
+Limits, stated: an edit made in place that keeps the file's size and lands within the same
+file-system timestamp tick as the file's previous change is not seen (git's "racy" case;
+the tick is a few milliseconds). Folders without `entity.json` (made by hand), symbolic links
+and anything the transaction would refuse are never cached: they are read every time, with the
+same errors as an uncached load. Entities taken from the cache are not reads of the
+transaction; the catalogue reads an entity's folder through the transaction before changing it
+(`EntityCatalog._current`), so a change is still checked against what is on disk.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from memoryd.store.atomic import atomic_write_text
+from memoryd.store.catalog import EntityCatalog, LabelForms, label_forms
+from memoryd.store.entities import METADATA_FILE, Entity, InvalidEntityError, check_status
+from memoryd.store.transaction import FileTransaction
+from memoryd.store.vocabulary import EntityKind
+
+log = structlog.get_logger(__name__)
+
+CACHE_VERSION = 2
+# A label whose forms are kept in the cache's header: a memoryd whose normalizing or look-alike
+# folding differs computes other forms, and the whole cache is then read again.
+_PROBE = Entity(
+    name="Zo\u00eb \u013f'Acme-42 \u216b", kind="person", slug="probe", aliases=("\uff21cme",)
+)
+CACHE_FILE = "catalog-cache.json"  # its name in the state directory
+_Key = list[int]
+
+
+def stat_key(path: str | Path) -> _Key | None:
+    """The key of a regular file at `path` (no link followed at its last component), or None."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None
+    if not stat.S_ISREG(info.st_mode):
+        return None
+    return [info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns]
+
+
+def load_catalog(tx: FileTransaction, cache_file: Path) -> EntityCatalog:
+    """The store's catalogue as `EntityCatalog.load(tx)` reads it, from `cache_file` where the
+    files are unchanged; the cache is brought up to date. Raise as `EntityCatalog.load`."""
+    root = tx.root
+    base = str(root)
+    cached = _read_cache(cache_file, root)
+    kept: dict[str, list[Any]] = {}
+    known_forms: dict[str, list[LabelForms]] = {}
+    reads = 0
+    reader = EntityCatalog(tx)
+
+    def read(folder: str, kind: EntityKind, slug: str, archived: bool) -> Entity | None:
+        nonlocal reads
+        # The key before the read: a file changed in between is read again next time.
+        key = _folder_key(base, folder)
+        hit = cached.get(folder)
+        if key is not None and hit is not None and hit[0] == key:
+            entity = _entity(hit[1], kind, slug, archived)
+            forms = _forms(hit[2])
+            if entity is not None and forms is not None:
+                kept[folder] = hit
+                known_forms[entity.ref] = forms
+                return entity
+        reads += 1
+        entity = reader._read_folder(folder, kind, slug, archived)
+        if key is not None and entity is not None:
+            forms = label_forms(entity)
+            kept[folder] = [key, _document(entity), forms]
+            known_forms[entity.ref] = forms
+        return entity
+
+    catalog = EntityCatalog.load(tx, read_folder=read, forms=lambda e: known_forms.get(e.ref))
+    if reads or kept.keys() != cached.keys():
+        _write_cache(cache_file, root, kept)
+    log.debug("store.catalog_loaded", entities=len(catalog), read=reads, cached=len(kept))
+    return catalog
+
+
+def _folder_key(root: str, folder: str) -> _Key | None:
+    # Plain strings, not Path objects: this runs once per entity of the store.
+    where = f"{root}/{folder}"
+    try:
+        if not stat.S_ISDIR(os.lstat(where).st_mode):
+            return None
+    except OSError:
+        return None
+    return stat_key(f"{where}/{METADATA_FILE}")
+
+
+def _document(entity: Entity) -> dict[str, Any]:
+    return {
+        "name": entity.name,
+        "status": entity.status,
+        "aliases": list(entity.aliases),
+        "created": entity.created.isoformat() if entity.created else None,
+        "extra": entity.extra,
+    }
+
+
+def _entity(document: Any, kind: EntityKind, slug: str, archived: bool) -> Entity | None:
+    """The cached entity, or None when the entry is not one this code wrote."""
+    try:
+        created = document["created"]
+        return Entity(
+            name=str(document["name"]),
+            kind=kind,
+            slug=slug,
+            status=check_status(str(document["status"])),
+            aliases=tuple(str(alias) for alias in document["aliases"]),
+            created=date.fromisoformat(created) if created else None,
+            archived=archived,
+            extra=dict(document["extra"]),
+        )
+    except (KeyError, TypeError, ValueError, InvalidEntityError):
+        return None
+
+
+def _forms(cached: Any) -> list[LabelForms] | None:
+    """The cached label forms, or None when they are not what this code wrote."""
+    try:
+        return [
+            (str(normalized), str(look), tuple(map(str, label)), tuple(map(str, normal)))
+            for normalized, look, label, normal in cached
+        ]
+    except (TypeError, ValueError):
+        return None
+
+
+def _probe() -> list[list[Any]]:
+    return [[a, b, list(c), list(d)] for a, b, c, d in label_forms(_PROBE)]
+
+
+def _read_cache(cache_file: Path, root: Path) -> dict[str, list[Any]]:
+    try:
+        document = json.loads(cache_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if (
+        not isinstance(document, dict)
+        or document.get("version") != CACHE_VERSION
+        or document.get("root") != str(root)
+        or document.get("probe") != _probe()
+        or not isinstance(document.get("folders"), dict)
+    ):
+        return {}
+    return {
+        folder: entry
+        for folder, entry in document["folders"].items()
+        if isinstance(entry, list) and len(entry) == 3
+    }
+
+
+def _write_cache(cache_file: Path, root: Path, folders: dict[str, list[Any]]) -> None:
+    document = {
+        "version": CACHE_VERSION,
+        "root": str(root),
+        "probe": _probe(),
+        "folders": folders,
+    }
+    try:
+        cache_file.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(cache_file, json.dumps(document, ensure_ascii=False, sort_keys=True))
+    except OSError as error:
+        # Only a cache: the next load reads the store again.
+        log.warning("store.catalog_cache_unwritable", path=str(cache_file), error=str(error))
