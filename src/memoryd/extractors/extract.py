@@ -238,15 +238,7 @@ class LLMExtractor:
             ),
             transcript=transcript,
         )
-        if correction:
-            user_content += "\n\n" + correction
-        return ToolRequest(
-            model=self._model,
-            system=self._system.text,
-            tool=self._tool,
-            user_content=user_content,
-            max_tokens=self._max_tokens,
-        )
+        return self._request(user_content, correction)
 
     def build_sections_request(
         self, chunks: Sequence[Chunk], contexts: Sequence[ChunkContext], correction: str = ""
@@ -277,6 +269,10 @@ class LLMExtractor:
             count=str(len(chunks)),
             sections=sections,
         )
+        return self._request(user_content, correction)
+
+    def _request(self, user_content: str, correction: str) -> ToolRequest:
+        """The request for `user_content`, with the corrective note after it when retrying."""
         if correction:
             user_content += "\n\n" + correction
         return ToolRequest(
