@@ -13,9 +13,10 @@ from tests.fakes.fake_anthropic import Error, FakeAnthropicServer, RecordedReque
 from tests.integration.harness import Workspace, turn
 from tests.integration.test_heartbeat import user_text
 
+from memoryd.budget import PROMPT_TOKENS_ALLOWANCE
 from memoryd.extractors.heartbeat import HeartbeatReport
 from memoryd.jobs.environment import open_state
-from memoryd.jobs.heartbeat import build_heartbeat
+from memoryd.jobs.heartbeat import build_heartbeat, dry_run_heartbeat
 from memoryd.jobs.reconcile import reconcile_state
 
 _SECTION = re.compile(r"<<<(MEMORYD-[0-9A-F]+) BEGIN (s\d+)>>>\n(.*?)\n<<<\1 END \2>>>", re.DOTALL)
@@ -196,3 +197,29 @@ def test_a_shared_call_the_api_keeps_failing_stops_the_heartbeat_and_files_nothi
         assert len(server.message_requests) == 4  # three failed attempts, then one shared call
     assert second.chunks_extracted == 3
     assert second.counters.facts_added == 3
+
+
+def test_a_dry_run_counts_the_calls_a_heartbeat_makes_when_conversations_share(
+    ws_root: Workspace,
+) -> None:
+    write_short(ws_root, 3)
+    ws_root.write_log(
+        "other-day.jsonl",
+        [turn("user", "remember: company Initech: Renewed", "2026-03-03T09:00:00Z")],
+    )
+    settings = ws_root.settings(llm={"sections_per_call": 8})
+    alone = dry_run_heartbeat(ws_root.settings(llm={"sections_per_call": 1}), ws_root.environment())
+    dry = dry_run_heartbeat(settings, ws_root.environment())
+    assert (dry["chunks_to_send"], dry["estimated_calls"]) == (4, 2)
+    assert (alone["chunks_to_send"], alone["estimated_calls"]) == (4, 4)
+    # The fixed allowance is counted once per call, not once per conversation.
+    assert isinstance(dry["estimated_input_tokens"], int)
+    assert isinstance(alone["estimated_input_tokens"], int)
+    assert alone["estimated_input_tokens"] - dry["estimated_input_tokens"] == (
+        2 * PROMPT_TOKENS_ALLOWANCE
+    )
+    with FakeAnthropicServer(handler=section_model) as server:
+        ws_root.heartbeat(settings, server.base_url)
+        assert len(server.message_requests) == dry["estimated_calls"]
+    markers = dry_run_heartbeat(ws_root.settings("markers"), ws_root.environment())
+    assert (markers["chunks_to_send"], markers["estimated_calls"]) == (0, 0)

@@ -250,18 +250,26 @@ class Heartbeat:
             # answers are journalled, so the next heartbeat files them without calling the model.
             self._stop("the store kept changing while memoryd wrote to it")
 
-    def dry_run(self) -> dict[str, Any]:
-        """What a heartbeat would send now: chunks, estimated tokens and cost. Changes nothing."""
+    def dry_run(self, *, shares_calls: bool = False) -> dict[str, Any]:
+        """What a heartbeat would send now: chunks, calls, estimated tokens and cost. Changes
+        nothing. With `shares_calls` (a model is asked), short chunks are grouped into calls
+        the way a real heartbeat groups them (`memoryd.extractors.sharing`)."""
         read = self._intake(index_mentions=False)
         chunks = [c for c in chronological(read.chunks) if c.has_dialogue]
         fresh = [c for c in chunks if self.state.journal.answered(c.key) is None]
-        tokens = sum(self._estimate_input(c) for c in fresh)
-        costs = [self.budget.estimate(self._estimate_input(c)) for c in fresh]
+        limit = self.settings.sections_per_call if shares_calls else 1
+        calls = sharing.calls_of(fresh, self.settings.chunk_tokens, limit)
+        inputs = [
+            sum(estimate_tokens(c.render()) for c in call) + PROMPT_TOKENS_ALLOWANCE
+            for call in calls
+        ]
+        costs = [self.budget.estimate(tokens) for tokens in inputs]
         cost = None if None in costs else sum(c for c in costs if c is not None)
         return {
             "chunks": len(chunks),
             "chunks_to_send": len(fresh),
-            "estimated_input_tokens": tokens,
+            "estimated_calls": len(calls),
+            "estimated_input_tokens": sum(inputs),
             "estimated_cost_usd": None if cost is None else round(cost, 4),
             "model": self.settings.model,
             "by_agent": _count_by(fresh, lambda c: c.agent),

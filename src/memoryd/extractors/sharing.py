@@ -78,6 +78,18 @@ def plan_groups(chunks: list[Chunk], chunk_tokens: int, limit: int) -> dict[str,
     return groups
 
 
+def calls_of(chunks: list[Chunk], chunk_tokens: int, limit: int) -> list[list[Chunk]]:
+    """The model calls that would send `chunks` (chronological): each group one call, every
+    other chunk a call of its own (a dry run's estimate)."""
+    groups = plan_groups(chunks, chunk_tokens, limit) if limit >= 2 else {}
+    grouped = {member.key for members in groups.values() for member in members}
+    return [
+        groups.get(chunk.key, [chunk])
+        for chunk in chunks
+        if chunk.key in groups or chunk.key not in grouped
+    ]
+
+
 def plan(hb: Heartbeat, chunks: list[Chunk]) -> None:
     """Find the heartbeat's groups; their chunks are not sent ahead one by one."""
     limit = hb.settings.sections_per_call
