@@ -28,11 +28,11 @@ from memoryd.extractors.contract import RecordMemories
 from memoryd.extractors.extract import (
     Extraction,
     InvalidAnswerError,
-    LLMExtractor,
     RetryRefusedError,
     WatchedExtractor,
     shares_calls,
 )
+from memoryd.extractors.llm_extractor import LLMExtractor
 from memoryd.llm.base import PermanentLLMError, TransientLLMError, UnusableLLMError, estimate_tokens
 from memoryd.llm.prices import Usage
 from memoryd.logs import get_logger
