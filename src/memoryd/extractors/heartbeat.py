@@ -428,6 +428,7 @@ class Heartbeat:
             self.report.chunks_reextracted += 1
             flight = None
         if flight is None:
+            self.ahead.settle()  # a stale call taken above is not this chunk's call any more
             if not sending.fits_budget(self, chunk):
                 # Only the per-heartbeat share is used up when the day's budget still allows
                 # the call on its own: more is waiting for the next heartbeat.
@@ -439,6 +440,15 @@ class Heartbeat:
             flight = sending.send(self, chunk, context)
             self.ahead.take(chunk.key)  # this chunk's own turn: not in flight for later ones
         sending.send_ahead(self, upcoming, session, progress)
+        try:
+            return self._awaited_answer(chunk, flight, progress)
+        finally:
+            self.ahead.settle()
+
+    def _awaited_answer(
+        self, chunk: Chunk, flight: Flight, progress: _Progress
+    ) -> RecordMemories | None:
+        """The answer of the chunk's call, journalled and charged; None when it failed."""
         try:
             extraction = flight.future.result()
         except RetryRefusedError as error:
