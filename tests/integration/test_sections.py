@@ -138,6 +138,37 @@ def test_an_answer_without_sections_falls_back_to_one_call_per_conversation(
     assert sources_by_entity(ws_root)["Signed deal 1"] == ("conv-1", "short-1.jsonl")
 
 
+def test_a_shared_call_that_fell_back_is_not_paid_for_again_by_the_next_heartbeat(
+    ws_root: Workspace,
+) -> None:
+    # A per-heartbeat share that the unusable shared call (and its corrective retry) uses up:
+    # the next heartbeats ask the conversations one by one instead of the same shared call.
+    write_short(ws_root, 2)
+    settings = ws_root.settings(
+        llm={
+            "sections_per_call": 8,
+            "concurrency": 1,
+            "prices": {"claude-haiku-5-5": {"input": 1.0, "output": 5.0}},
+        },
+        budget={"daily_usd": 0, "heartbeat_usd": 0.001},
+    )
+    with FakeAnthropicServer(handler=lambda r: section_model(r, attribute=False)) as server:
+        first = ws_root.heartbeat(settings, server.base_url)
+        assert (first.outcome, first.stop_reason, first.counters.facts_added) == (
+            "stopped",
+            "budget",
+            0,
+        )
+        assert len(server.message_requests) == 2  # the shared call and its retry
+        second = ws_root.heartbeat(settings, server.base_url)
+        third = ws_root.heartbeat(settings, server.base_url)
+        requests = server.message_requests[2:]
+    assert [len(sections_of(r)) for r in requests] == [1, 1]
+    assert all(section is None for r in requests for section, _ in sections_of(r))
+    assert (second.counters.facts_added, third.counters.facts_added) == (1, 1)
+    assert not third.more_waiting
+
+
 def heartbeat_stopping_after(ws: Workspace, base_url: str, calls: int) -> HeartbeatReport:
     """One heartbeat that is asked to stop once `calls` requests were answered."""
     settings = ws.settings(llm={"sections_per_call": 8})
