@@ -1,0 +1,45 @@
+"""Compressed text in the state database: the mention index's conversation-day texts.
+
+A text is stored as one zstd frame of its UTF-8 bytes, with the content size in the frame
+header. Cleaned dialogue compresses three to five times, and the texts are only ever read whole
+(to append a block, or to check a name on a candidate day), so nothing is lost by packing them.
+
+`pack_text` is also registered on every connection as the SQL function `memoryd_pack_text`
+(`register_functions`), so a migration can convert a table's plain text in SQL alone.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+import zstandard
+
+# Level 6: about 6% smaller than the default 3 on dialogue, still a few milliseconds for the
+# longest conversation-day, which an append packs again whole.
+LEVEL = 6
+SQL_PACK_TEXT = "memoryd_pack_text"
+
+
+class UnpackError(ValueError):
+    """A stored value is not a packed text (damaged, or written by something else)."""
+
+
+def pack_text(text: str) -> bytes:
+    return zstandard.ZstdCompressor(level=LEVEL).compress(text.encode("utf-8"))
+
+
+def unpack_text(packed: bytes) -> str:
+    try:
+        return zstandard.ZstdDecompressor().decompress(packed).decode("utf-8")
+    except (zstandard.ZstdError, UnicodeDecodeError) as error:
+        raise UnpackError(f"not a packed text: {error}") from error
+
+
+def _sql_pack_text(text: object) -> bytes:
+    if not isinstance(text, str):
+        raise TypeError(f"{SQL_PACK_TEXT} takes text, not {type(text).__name__}")
+    return pack_text(text)
+
+
+def register_functions(connection: sqlite3.Connection) -> None:
+    connection.create_function(SQL_PACK_TEXT, 1, _sql_pack_text, deterministic=True)
