@@ -182,7 +182,9 @@ _INCREMENTAL_VACUUM = ("PRAGMA auto_vacuum = INCREMENTAL", "VACUUM")
 # so it is most of a long-lived database). Each row's text is stored zstd-compressed (`packed`,
 # see `state/_packing.py`; the SQL function `memoryd_pack_text` is registered on every
 # connection), and the FTS5 index becomes contentless with `detail=none` and no column sizes: it
-# keeps only which rows hold which token, all the superset filter needs. With no content table
+# keeps only which rows hold which token, all the superset filter needs. A row is packed fast
+# when its text changes, and packed again tighter once its day is past (`settled`, done a share
+# at a time by the heartbeat: `MentionIndex.settle`). With no content table
 # to read from, `state/mentions.py` now writes the index itself (the old text for FTS5's
 # 'delete', then the new), so the triggers go. Existing rows are packed and indexed again here;
 # the pages of the old table and index are free afterwards, and `StateDB.open` hands them back.
@@ -198,8 +200,11 @@ _PACK_CONVERSATION_DAYS = (
         session_id TEXT NOT NULL,
         day TEXT NOT NULL,
         packed BLOB NOT NULL,
+        settled INTEGER NOT NULL DEFAULT 0 CHECK (settled IN (0, 1)),
         UNIQUE (agent, session_id, day)
     ) STRICT""",
+    # The few rows still packed for speed, which the heartbeat packs again tighter.
+    "CREATE INDEX conversation_days_unsettled ON conversation_days (day) WHERE settled = 0",
     """INSERT INTO conversation_days (id, agent, session_id, day, packed)
         SELECT id, agent, session_id, day, memoryd_pack_text(text) FROM conversation_days_plain""",
     """CREATE VIRTUAL TABLE conversation_days_fts USING fts5(

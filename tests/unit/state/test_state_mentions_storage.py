@@ -156,4 +156,26 @@ def test_the_migration_packs_an_older_database_in_place_and_gives_the_space_back
         assert db.scalar("PRAGMA freelist_count") == 0
         columns = {row["name"] for row in db.query("PRAGMA table_info(conversation_days)")}
         assert "packed" in columns and "text" not in columns
+        assert db.scalar("SELECT COUNT(*) FROM conversation_days WHERE settled = 0") == len(texts)
         assert db.scalar("SELECT count(*) FROM sqlite_schema WHERE name LIKE '%_plain'") == 0
+
+
+def test_past_days_are_packed_tighter_once_a_share_at_a_time(state: State) -> None:
+    texts = {n: _dialogue(n, 3000) for n in range(4)}
+    for number, text in texts.items():
+        state.mentions.append("cos", "s1", DAY1 + timedelta(days=number), text)
+    fast = state.db.scalar("SELECT SUM(length(packed)) FROM conversation_days")
+    # Days before the third only; each call packs about its budget, at least one day.
+    assert state.mentions.settle(DAY1 + timedelta(days=2), budget=1) == 1
+    assert state.mentions.settle(DAY1 + timedelta(days=2), budget=10**9) == 1
+    assert state.mentions.settle(DAY1 + timedelta(days=2)) == 0
+    settled = [row[0] for row in state.db.query("SELECT settled FROM conversation_days")]
+    assert settled == [1, 1, 0, 0]
+    assert state.db.scalar("SELECT SUM(length(packed)) FROM conversation_days") < fast
+    for number, text in texts.items():
+        assert state.mentions.text_of("cos", "s1", DAY1 + timedelta(days=number)) == text
+    # A settled day that grows is packed fast again, and settled again later.
+    assert state.mentions.append("cos", "s1", DAY1, "Globex joined late")
+    assert state.db.scalar("SELECT settled FROM conversation_days WHERE day = '2026-03-01'") == 0
+    assert state.mentions.settle(DAY1 + timedelta(days=2)) == 1
+    assert state.mentions.count_mentions(["Globex"]) == 1
