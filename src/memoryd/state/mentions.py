@@ -13,7 +13,7 @@ text. With no content table behind the index, this module keeps it in step itsel
 text is inserted; an append unpacks the day's text, adds the block, packs it again, and tells
 FTS5 to 'delete' the old text (contentless tables need the exact old values) before inserting
 the new. Appends pack fast (zstd level 3); once a day is past, the heartbeat packs its text again
-tighter (level 15, about 15% smaller, five times slower), a share per heartbeat (`settle`).
+tighter (level 15: about 15% smaller, at some 5 MB/s), a share per heartbeat (`settle`).
 
 Counting is two steps, because the FTS tokenizer and "whole words" do not agree exactly (it
 folds diacritics and drops punctuation: "C++" is the token "c"): the index is asked for the rows
