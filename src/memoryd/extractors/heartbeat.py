@@ -669,8 +669,11 @@ class Heartbeat:
         # cursor, within a few heartbeats; keeping them (plan and answer) for months would grow
         # the state database without bound. The space goes back to the file system.
         pruned = self.state.journal.prune_committed(self.clock() - JOURNAL_RETENTION)
-        if pruned:
+        # Past conversation-days' texts packed tighter, a share per heartbeat (state/mentions.py).
+        settled = self.state.mentions.settle(self.clock().date() - timedelta(days=1))
+        if pruned or settled:
             self.state.db.reclaim_space()
+        if pruned:
             log.info("journal.pruned", chunks=pruned)
 
     def _trailers(self) -> dict[str, str]:
