@@ -22,6 +22,7 @@ pytestmark = pytest.mark.slow
 NOT_WHEN_IDLE = (
     "anthropic",
     "httpx",
+    "git",  # GitPython: memoryd runs git as a command
     "memoryd.llm.anthropic_client",
     "memoryd.extractors.apply",
     "memoryd.extractors.contract",
