@@ -73,7 +73,7 @@ from memoryd.logs import get_logger
 from memoryd.state.facade import State
 from memoryd.state.meta import clear_unusable_llm, note_unusable_llm, streak_checked_since
 from memoryd.store.git import GitStore
-from memoryd.store.hosts import record_path
+from memoryd.store.hosts import record_generation, record_path
 from memoryd.store.unit import RUN_TRAILER, UnitOfWork
 
 if TYPE_CHECKING:
@@ -228,8 +228,10 @@ class Heartbeat:
         """Whether this host's record in the store is the one the state database mirrors (else
         even a heartbeat with nothing new commits it: a database adopted or rebuilt)."""
         text = UnitOfWork(self.git).read_text(record_path(self.settings.host))
+        generation = record_generation(text) if text is not None else None
         try:
-            generation = json.loads(text)["generation"] if text is not None else None
+            if generation is None and text is not None:  # not canonical: parse it
+                generation = json.loads(text)["generation"]
         except (ValueError, TypeError, KeyError):
             return False  # the full reader says what is wrong with it, on the commit path
         return generation == int(self.state.meta.get(GENERATION_KEY) or 0)
