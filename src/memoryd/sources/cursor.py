@@ -194,21 +194,38 @@ def _parse_time(value: object) -> datetime | None:
     return moment.astimezone(UTC)
 
 
-# The canonical text `to_json` writes (keys sorted, no spaces), up to the per-format state: a
-# stored cursor that has this shape is looked at without decoding it (`StoredCursors`).
+# The canonical text `to_json` writes (keys sorted, no spaces) starts with the fields a file's
+# identity and last scan are compared on; the size comes after the seen digests (which can be
+# long), right after `seen_batches`, whose items hold no `]`. No JSON string holds `"` before
+# `:` unescaped, so neither `"seen_batches":[` nor `],"size":` occurs inside the path.
 _TIME = r'(?:null|"[^"\\]*")'
-_CANONICAL = re.compile(
+_CANONICAL_HEAD = re.compile(
     r'\{"at_eof":(?P<at_eof>true|false),"horizon":' + _TIME + r","
     r'"identity":\{"device":(?P<device>[0-9]+),"head_length":[0-9]+,'
     r'"head_sha256":"[0-9a-f]*","inode":(?P<inode>[0-9]+)\},'
     r'"in_long_line":(?:true|false),"last_timestamp":' + _TIME + r',"line":[0-9]+,'
-    r'"mtime_ns":(?P<mtime_ns>-?[0-9]+),"not_before":' + _TIME + r","
-    r'"path":"(?:[^"\\]|\\.)*","position":[0-9]+,"reread_until":(?:null|[0-9]+),'
-    r'"seen":\[(?:"[0-9a-f]*"(?:,"[0-9a-f]*")*)?\],'
-    r'"seen_batches":\[(?:\[[0-9]+,' + _TIME + r"\](?:,\[[0-9]+," + _TIME + r"\])*)?\],"
-    r'"size":(?P<size>[0-9]+),"state":\{.*\},"version":1\}',
-    re.DOTALL,
+    r'"mtime_ns":(?P<mtime_ns>-?[0-9]+),"not_before":' + _TIME + r',"path":"'
 )
+_SIZE = re.compile(r'\],"size":([0-9]+),"state":\{')
+
+
+def _canonical_scan(text: str) -> tuple[bool, int, int, int, int] | None:
+    """(at_eof, device, inode, size, mtime_ns) of a cursor text in canonical form, read without
+    decoding it; None for a text in another form (it is then decoded)."""
+    head = _CANONICAL_HEAD.match(text)
+    if head is None or not text.endswith('},"version":1}'):
+        return None
+    batches = text.find('"seen_batches":[', head.end())
+    size = _SIZE.match(text, text.find('],"size":', batches)) if batches > 0 else None
+    if size is None:
+        return None
+    return (
+        head["at_eof"] == "true",
+        int(head["device"]),
+        int(head["inode"]),
+        int(size[1]),
+        int(head["mtime_ns"]),
+    )
 
 
 class StoredCursors(Mapping[str, FileCursor]):
@@ -217,11 +234,12 @@ class StoredCursors(Mapping[str, FileCursor]):
     As a mapping it is the cursors that decode, each decoded once; one that does not (written
     by a newer memoryd, or damaged) is absent, and `on_unreadable` is told once (its file is
     then read as new). `unchanged` answers `memoryd.sources._files.unchanged` from the text
-    alone, for the reader's files that are exactly as their cursor's last scan left them: on
-    a read with nothing new, no cursor is decoded (issue 15: a heartbeat every few minutes over
-    thousands of files, each cursor holding up to SEEN_LIMIT digests). A text is looked at
-    only when it has the canonical shape; its per-format state and times are checked when it
-    is decoded, that is when its file changed.
+    alone (`_canonical_scan`), for the reader's files that are exactly as their cursor's last
+    scan left them: on a read with nothing new, no cursor is decoded (issue 15: a heartbeat
+    every few minutes over thousands of files, each cursor holding up to SEEN_LIMIT digests).
+    A text is looked at so only in its canonical form (its start, its end and the compared
+    fields); the rest of it (seen digests, times, per-format state) is checked when it is
+    decoded, that is when its file changed.
     """
 
     def __init__(
@@ -235,14 +253,13 @@ class StoredCursors(Mapping[str, FileCursor]):
 
     def unchanged(self, path: str, status: os.stat_result) -> bool:
         text = self.texts.get(path)
-        found = _CANONICAL.fullmatch(text) if text is not None else None
-        return (
-            found is not None
-            and found["at_eof"] == "true"
-            and int(found["device"]) == status.st_dev
-            and int(found["inode"]) == status.st_ino
-            and int(found["size"]) == status.st_size
-            and int(found["mtime_ns"]) == status.st_mtime_ns
+        scan = _canonical_scan(text) if text is not None else None
+        return scan is not None and scan == (
+            True,
+            status.st_dev,
+            status.st_ino,
+            status.st_size,
+            status.st_mtime_ns,
         )
 
     def decoded(self, skip: Set[str] = frozenset()) -> dict[str, FileCursor]:

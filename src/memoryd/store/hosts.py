@@ -128,16 +128,21 @@ def record_generation(text: str) -> int | None:
     """The generation a record in canonical form (`render_host_record`) states on its own line
     at the top level, or None when the text is not in that form (then only a full parse can
     tell). One such line, the format's line, and a whole document: a record cut short or with
-    the key twice is left to the full parse."""
+    the key twice is left to the full parse. Found by substring search (the line is near the
+    top; a top-level line is the only one indented by two spaces: strings hold no newline)."""
     if not (text.startswith("{\n") and text.endswith("\n}\n")):
         return None
     if f'\n  "format": {RECORD_FORMAT},\n' not in text:
         return None
-    found = _GENERATION_LINE.findall(text)
-    return int(found[0]) if len(found) == 1 else None
+    start = text.find(_GENERATION_KEY)
+    if start < 0 or text.find(_GENERATION_KEY, start + 1) >= 0:
+        return None
+    found = _GENERATION_VALUE.match(text, start + len(_GENERATION_KEY))
+    return int(found[1]) if found is not None else None
 
 
-_GENERATION_LINE = re.compile(r'^  "generation": (0|[1-9][0-9]*),$', re.MULTILINE)
+_GENERATION_KEY = '\n  "generation": '
+_GENERATION_VALUE = re.compile(r"(0|[1-9][0-9]*),\n")
 
 
 def write_host_record(tx: FileTransaction, record: HostRecord) -> None:

@@ -192,7 +192,7 @@ def cursor_with(**changes: object) -> FileCursor:
         seen_batches=((1, BASE),),
         horizon=BASE,
         last_timestamp=BASE,
-        state={"k": [1, {"size": 3}], "path": '"size":1,'},
+        state={"a": [1], "k": [1, {"size": 3}], "path": '"size":1,', "size": 9},
     )
     return replace(base, **changes)  # type: ignore[arg-type]
 
@@ -212,7 +212,7 @@ def status(device: int, inode: int, size: int, mtime_ns: int) -> os.stat_result:
         st.sampled_from([100, 101]),
         st.sampled_from([1_700_000_000_000_000_000, 5]),
     ),
-    path=st.text(max_size=12),
+    path=st.one_of(st.text(max_size=12), st.just('a],"size":7,"state":{b.jsonl')),
 )
 def test_the_look_at_the_text_agrees_with_the_decoded_cursor(
     at_eof: bool, found: tuple[int, int, int, int], path: str
