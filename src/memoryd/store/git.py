@@ -646,11 +646,12 @@ def _execute(
 
     Git runs with this process's environment (its `HOME` and the user's git configuration, an
     SSH agent for a remote) with `env` over it, and English messages (`LANGUAGE`, `LC_ALL`),
-    which the callers' error mapping reads ("index.lock ... exists"). It runs in a process
-    group of its own, so that a command still running after `timeout` seconds is killed with
-    whatever it started (an `ssh` to a remote), and reported with status -9 and a "Timeout"
-    message, as GitPython's `kill_after_timeout` did; so is git interrupted by an exception
-    here (a signal handler's). Git that cannot be started raises GitError."""
+    which the callers' error mapping reads ("index.lock ... exists"). A command still running
+    after `timeout` seconds is killed with whatever it started (an `ssh` to a remote), and
+    reported with status -9 and a "Timeout" message, as GitPython's `kill_after_timeout` did;
+    so is git interrupted by an exception here (a signal handler's). Git stays in memoryd's
+    process group: an `ssh` it starts can still ask a person at the terminal for a passphrase.
+    Git that cannot be started raises GitError."""
     environment = {**os.environ, "LANGUAGE": "C", "LC_ALL": "C", **env}
     command = ["git", *args]
     try:
@@ -661,7 +662,6 @@ def _execute(
             stdin=stdin if stdin is not None else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            process_group=0,
         )
     except OSError as error:
         raise GitError(f"git {args[0]} could not be run: {error}") from error
@@ -669,20 +669,49 @@ def _execute(
         try:
             stdout, stderr = process.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
-            _kill_group(process)
+            _kill_tree(process)
             shown = " ".join(command)
             return -9, b"", f'Timeout: the command "{shown}" did not complete in {timeout:g} secs.'
         except BaseException:
-            _kill_group(process)
+            _kill_tree(process)
             raise
     return process.returncode, stdout, stderr.decode("utf-8", "replace")
 
 
-def _kill_group(process: subprocess.Popen[bytes]) -> None:
-    """Kill git and what it started, and reap git."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
+def _kill_tree(process: subprocess.Popen[bytes]) -> None:
+    """Kill git and the processes it started (found before git dies, while they are still its
+    descendants), and reap git."""
+    for pid in [process.pid, *_descendants(process.pid)]:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
     process.communicate()
+
+
+def _descendants(root: int, proc: Path = Path("/proc")) -> list[int]:
+    """The processes below `root`, from each process's parent in `/proc/<pid>/stat`."""
+    children: dict[int, list[int]] = {}
+    try:
+        entries = os.listdir(proc)
+    except OSError:
+        return []
+    for name in entries:
+        if not name.isdigit():
+            continue
+        try:
+            # The command name, in parentheses, may hold anything: the parent follows the last
+            # ')' and the state.
+            fields = (proc / name / "stat").read_text(encoding="utf-8", errors="replace")
+            parent = int(fields.rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(parent, []).append(int(name))
+    found: list[int] = []
+    waiting = [root]
+    while waiting:
+        for child in children.get(waiting.pop(), []):
+            found.append(child)
+            waiting.append(child)
+    return found
 
 
 def _detail(stderr: str, status: int) -> str:
