@@ -131,3 +131,27 @@ def test_the_commands_run_in_english_with_the_forced_configuration(tmp_path: Pat
     assert output.strip() == b"false"
     _status, output = store.plumbing("var", "GIT_AUTHOR_IDENT")
     assert output.startswith(b"memoryd test <memoryd@test.invalid>")
+
+
+def test_a_git_directory_reached_directly_names_its_work_tree(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    assert find_repository(repo / ".git") == (repo, repo / ".git")
+    assert find_repository(repo / ".git" / "refs") == (repo, repo / ".git")
+    elsewhere = tmp_path / "elsewhere"
+    git(repo, "config", "core.worktree", str(elsewhere))
+    assert find_repository(repo / ".git") == (elsewhere, repo / ".git")
+    git(repo, "config", "core.bare", "true")
+    assert find_repository(repo / ".git") == (None, repo / ".git")
+    # Through its `.git` folder a work tree is found as before, whatever the configuration says.
+    assert find_repository(repo) == (repo, repo / ".git")
+
+
+def test_a_dot_git_file_pointing_nowhere_stops_the_search(tmp_path: Path) -> None:
+    outer = make_repo(tmp_path / "outer")
+    inner = outer / "inner"
+    inner.mkdir()
+    (inner / ".git").write_text("gitdir: ../../missing\n", encoding="utf-8")
+    assert find_repository(inner) is None  # not the outer repository
+    assert find_repository(outer / "other") is None  # does not exist
+    (outer / "other").mkdir()
+    assert find_repository(outer / "other") == (outer, outer / ".git")
