@@ -28,7 +28,8 @@ from zoneinfo import ZoneInfo
 
 from benchmarks._report import write_section
 from memoryd.extractors.chunking import cut_chunks
-from memoryd.extractors.extract import ChunkContext, LLMExtractor, record_memories_tool
+from memoryd.extractors.extract import ChunkContext
+from memoryd.extractors.llm_extractor import LLMExtractor, record_memories_tool
 from memoryd.llm.base import ToolRequest, ToolResult, estimate_tokens
 from memoryd.settings import SourceSettings
 from memoryd.sources.clean import clean_conversation

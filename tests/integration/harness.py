@@ -16,8 +16,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from memoryd.extractors.extract import Extractor, LLMExtractor, MarkersExtractor
+from memoryd.extractors.extract import Extractor, MarkersExtractor
 from memoryd.extractors.heartbeat import HeartbeatReport
+from memoryd.extractors.llm_extractor import LLMExtractor
 from memoryd.jobs.environment import Environment, open_state
 from memoryd.jobs.heartbeat import build_heartbeat
 from memoryd.jobs.parts import make_scrubber

@@ -164,7 +164,7 @@ def test_rate_limit_headers_slow_every_call_down(tmp_path: Path) -> None:
 def test_a_rate_limited_account_is_slowed_down_not_failed(tmp_path: Path) -> None:
     """The API's window limit (2 requests a second here) with 4 calls in flight and real
     waits: every chunk is filed; the remaining-0 headers make the calls wait for the reset."""
-    from memoryd.extractors.extract import LLMExtractor
+    from memoryd.extractors.llm_extractor import LLMExtractor
     from memoryd.jobs.environment import open_state
     from memoryd.jobs.heartbeat import build_heartbeat
     from memoryd.llm.anthropic_client import AnthropicClient

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.fakes.fake_anthropic import FakeAnthropicServer, RecordedRequest, ToolUse
+from tests.fakes.fake_anthropic import FakeAnthropicServer, FakeUsage, RecordedRequest, ToolUse
 from tests.integration.harness import DESIGN_EVENTS
 
 from memoryd.errors import EXIT_TEMPFAIL
@@ -432,3 +432,42 @@ def test_a_one_shot_heartbeat_during_a_daemon_job_exits_75_naming_the_daemon(
     assert f"held by pid {daemon.pid}" in one_shot.stderr
     assert len(server.message_requests) == 1  # the one-shot asked the model nothing
     assert daemon.stop()[0] == 0
+
+
+def priced_answer(request: RecordedRequest) -> ToolUse:
+    """`remember_model`'s answer, costing 0.01 USD at the prices the test configures."""
+    return ToolUse(
+        remember_model(request).input, usage=FakeUsage(input_tokens=5000, output_tokens=1000)
+    )
+
+
+def test_a_backfill_spread_over_heartbeats_goes_on_at_once_until_done(
+    tmp_path: Path, daemons: list[Daemon]
+) -> None:
+    # A ceiling per heartbeat below one call (the first call of a heartbeat always goes): three
+    # transcripts take three heartbeats, each started at once after the one before
+    # (heartbeat.continuing), not after the 30-minute interval; the last one leaves nothing
+    # waiting and no more follow. (With calls in flight, at the default concurrency, the call
+    # awaited on its chunk's turn stays reserved: it does not let a second call through.)
+    with FakeAnthropicServer(handler=priced_answer, api_key=API_KEY) as server:
+        site = Site(tmp_path, server.base_url)
+        site.write_config(extra='[llm.prices."claude-haiku-5-5"]\ninput = 1.0\noutput = 5.0')
+        config = site.config.read_text(encoding="utf-8")
+        site.config.write_text(
+            config.replace("daily_usd = 0", "daily_usd = 0\nheartbeat_usd = 0.005"),
+            encoding="utf-8",
+        )
+        for number in range(3):  # on three days: each conversation a call of its own
+            said = f"remember: person Person {number}: Moved to City {number}"
+            site.say(f"t{number}.jsonl", said, when=f"2026-03-0{number + 1}T09:00:00Z")
+        daemon = Daemon(site)
+        daemons.append(daemon)
+        last = daemon.wait_for("heartbeat.finished", count=3, timeout=60)
+        assert (last["more_waiting"], last["facts_added"]) == (False, 1)
+        events = daemon.events()
+        assert len([e for e in events if e["event"] == "heartbeat.continuing"]) == 2
+        assert not [e for e in events if e["event"] == "job.missed"]
+        assert len(server.message_requests) == 3
+        assert daemon.stop()[0] == 0
+    finished = [e for e in daemon.events() if e["event"] == "heartbeat.finished"]
+    assert [e["facts_added"] for e in finished] == [1, 1, 1]

@@ -13,9 +13,10 @@ from tests.fakes.fake_anthropic import Error, FakeAnthropicServer, RecordedReque
 from tests.integration.harness import Workspace, turn
 from tests.integration.test_heartbeat import user_text
 
+from memoryd.budget import PROMPT_TOKENS_ALLOWANCE
 from memoryd.extractors.heartbeat import HeartbeatReport
 from memoryd.jobs.environment import open_state
-from memoryd.jobs.heartbeat import build_heartbeat
+from memoryd.jobs.heartbeat import build_heartbeat, dry_run_heartbeat
 from memoryd.jobs.reconcile import reconcile_state
 
 _SECTION = re.compile(r"<<<(MEMORYD-[0-9A-F]+) BEGIN (s\d+)>>>\n(.*?)\n<<<\1 END \2>>>", re.DOTALL)
@@ -137,6 +138,37 @@ def test_an_answer_without_sections_falls_back_to_one_call_per_conversation(
     assert sources_by_entity(ws_root)["Signed deal 1"] == ("conv-1", "short-1.jsonl")
 
 
+def test_a_shared_call_that_fell_back_is_not_paid_for_again_by_the_next_heartbeat(
+    ws_root: Workspace,
+) -> None:
+    # A per-heartbeat share that the unusable shared call (and its corrective retry) uses up:
+    # the next heartbeats ask the conversations one by one instead of the same shared call.
+    write_short(ws_root, 2)
+    settings = ws_root.settings(
+        llm={
+            "sections_per_call": 8,
+            "concurrency": 1,
+            "prices": {"claude-haiku-5-5": {"input": 1.0, "output": 5.0}},
+        },
+        budget={"daily_usd": 0, "heartbeat_usd": 0.001},
+    )
+    with FakeAnthropicServer(handler=lambda r: section_model(r, attribute=False)) as server:
+        first = ws_root.heartbeat(settings, server.base_url)
+        assert (first.outcome, first.stop_reason, first.counters.facts_added) == (
+            "stopped",
+            "budget",
+            0,
+        )
+        assert len(server.message_requests) == 2  # the shared call and its retry
+        second = ws_root.heartbeat(settings, server.base_url)
+        third = ws_root.heartbeat(settings, server.base_url)
+        requests = server.message_requests[2:]
+    assert [len(sections_of(r)) for r in requests] == [1, 1]
+    assert all(section is None for r in requests for section, _ in sections_of(r))
+    assert (second.counters.facts_added, third.counters.facts_added) == (1, 1)
+    assert not third.more_waiting
+
+
 def heartbeat_stopping_after(ws: Workspace, base_url: str, calls: int) -> HeartbeatReport:
     """One heartbeat that is asked to stop once `calls` requests were answered."""
     settings = ws.settings(llm={"sections_per_call": 8})
@@ -196,3 +228,29 @@ def test_a_shared_call_the_api_keeps_failing_stops_the_heartbeat_and_files_nothi
         assert len(server.message_requests) == 4  # three failed attempts, then one shared call
     assert second.chunks_extracted == 3
     assert second.counters.facts_added == 3
+
+
+def test_a_dry_run_counts_the_calls_a_heartbeat_makes_when_conversations_share(
+    ws_root: Workspace,
+) -> None:
+    write_short(ws_root, 3)
+    ws_root.write_log(
+        "other-day.jsonl",
+        [turn("user", "remember: company Initech: Renewed", "2026-03-03T09:00:00Z")],
+    )
+    settings = ws_root.settings(llm={"sections_per_call": 8})
+    alone = dry_run_heartbeat(ws_root.settings(llm={"sections_per_call": 1}), ws_root.environment())
+    dry = dry_run_heartbeat(settings, ws_root.environment())
+    assert (dry["chunks_to_send"], dry["estimated_calls"]) == (4, 2)
+    assert (alone["chunks_to_send"], alone["estimated_calls"]) == (4, 4)
+    # The fixed allowance is counted once per call, not once per conversation.
+    assert isinstance(dry["estimated_input_tokens"], int)
+    assert isinstance(alone["estimated_input_tokens"], int)
+    assert alone["estimated_input_tokens"] - dry["estimated_input_tokens"] == (
+        2 * PROMPT_TOKENS_ALLOWANCE
+    )
+    with FakeAnthropicServer(handler=section_model) as server:
+        ws_root.heartbeat(settings, server.base_url)
+        assert len(server.message_requests) == dry["estimated_calls"]
+    markers = dry_run_heartbeat(ws_root.settings("markers"), ws_root.environment())
+    assert (markers["chunks_to_send"], markers["estimated_calls"]) == (0, 0)

@@ -16,7 +16,8 @@ from tests.unit.extractors.support import make_store
 
 from memoryd.charsafe import skeleton, strip_unsafe
 from memoryd.extractors.chunking import cut_chunks
-from memoryd.extractors.extract import ChunkContext, InvalidAnswerError, LLMExtractor
+from memoryd.extractors.extract import ChunkContext, InvalidAnswerError
+from memoryd.extractors.llm_extractor import LLMExtractor
 from memoryd.llm.base import ToolRequest, ToolResult
 from memoryd.llm.prices import Usage
 from memoryd.redaction import redact

@@ -368,8 +368,10 @@ class Daemon:
     def _continue_if_more(self, report: HeartbeatReport) -> None:
         """A heartbeat that stopped for its per-run read or spend share with more waiting is
         followed at once by the next (queued on the one worker, behind any job due), until the
-        work is done, the day's budget or a problem stops it, or the daemon is stopping."""
-        if not report.more_waiting or self.stopping:
+        work is done, the day's budget or a problem stops it, or the daemon is stopping. A
+        heartbeat that committed nothing made no progress: the next waits for the schedule, so
+        that nothing can spin (or pay) in a loop."""
+        if not report.more_waiting or self.stopping or report.commit is None:
             return
         log.info("heartbeat.continuing", run_id=report.run_id, stop_reason=report.stop_reason)
         self.scheduler.add_job(
@@ -378,6 +380,11 @@ class Daemon:
             id=CONTINUE_HEARTBEAT_JOB,
             replace_existing=True,
             misfire_grace_time=None,
+            # This heartbeat may itself be the continuation job, still running while it adds
+            # the next: with one instance allowed, APScheduler would skip the next as "still
+            # going" and the backfill would wait for the interval. The one worker thread runs
+            # the two one after the other all the same.
+            max_instances=2,
         )
 
     def _rewrite(self, run_id: str) -> None:

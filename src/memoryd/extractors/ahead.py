@@ -68,6 +68,9 @@ class Ahead:
         self.concurrency = max(1, concurrency)
         self._pool: ThreadPoolExecutor | None = None
         self._flights: dict[str, Flight] = {}
+        # The call taken for its chunk's turn, until its cost is charged (`settle`): still
+        # reserved, so that calls sent ahead meanwhile cannot spend the same headroom.
+        self._awaited: Flight | None = None
 
     @property
     def threaded(self) -> bool:
@@ -106,8 +109,16 @@ class Ahead:
         return flight
 
     def take(self, chunk_key: str) -> Flight | None:
-        """The chunk's call, if it was sent (it is no longer in flight for the caller)."""
-        return self._flights.pop(chunk_key, None)
+        """The chunk's call, if it was sent: no longer in flight for the caller, but still
+        reserved against the budget until `settle`."""
+        flight = self._flights.pop(chunk_key, None)
+        if flight is not None:
+            self._awaited = flight
+        return flight
+
+    def settle(self) -> None:
+        """The taken call's cost is charged (or it failed): its reservation ends."""
+        self._awaited = None
 
     def flights(self) -> list[Flight]:
         """The calls in flight, oldest first."""
@@ -121,8 +132,9 @@ class Ahead:
         return len(self._flights)
 
     def reserved(self) -> float:
-        """The estimated cost of the calls sent and not taken yet."""
-        return sum(flight.estimate or 0.0 for flight in self._flights.values())
+        """The estimated cost of the calls sent and not charged yet."""
+        awaited = (self._awaited.estimate or 0.0) if self._awaited is not None else 0.0
+        return awaited + sum(flight.estimate or 0.0 for flight in self._flights.values())
 
     def leftovers(self) -> list[Flight]:
         """Every call not taken, oldest first, waited for (the caller settles their cost)."""

@@ -251,18 +251,26 @@ class Heartbeat:
             # answers are journalled, so the next heartbeat files them without calling the model.
             self._stop("the store kept changing while memoryd wrote to it")
 
-    def dry_run(self) -> dict[str, Any]:
-        """What a heartbeat would send now: chunks, estimated tokens and cost. Changes nothing."""
+    def dry_run(self, *, shares_calls: bool = False) -> dict[str, Any]:
+        """What a heartbeat would send now: chunks, calls, estimated tokens and cost. Changes
+        nothing. With `shares_calls` (a model is asked), short chunks are grouped into calls
+        the way a real heartbeat groups them (`memoryd.extractors.sharing`)."""
         read = self._intake(index_mentions=False)
         chunks = [c for c in chronological(read.chunks) if c.has_dialogue]
         fresh = [c for c in chunks if self.state.journal.answered(c.key) is None]
-        tokens = sum(self._estimate_input(c) for c in fresh)
-        costs = [self.budget.estimate(self._estimate_input(c)) for c in fresh]
+        limit = self.settings.sections_per_call if shares_calls else 1
+        calls = sharing.calls_of(fresh, self.settings.chunk_tokens, limit)
+        inputs = [
+            sum(estimate_tokens(c.render()) for c in call) + PROMPT_TOKENS_ALLOWANCE
+            for call in calls
+        ]
+        costs = [self.budget.estimate(tokens) for tokens in inputs]
         cost = None if None in costs else sum(c for c in costs if c is not None)
         return {
             "chunks": len(chunks),
             "chunks_to_send": len(fresh),
-            "estimated_input_tokens": tokens,
+            "estimated_calls": len(calls),
+            "estimated_input_tokens": sum(inputs),
             "estimated_cost_usd": None if cost is None else round(cost, 4),
             "model": self.settings.model,
             "by_agent": _count_by(fresh, lambda c: c.agent),
@@ -433,6 +441,7 @@ class Heartbeat:
             self.report.chunks_reextracted += 1
             flight = None
         if flight is None:
+            self.ahead.settle()  # a stale call taken above is not this chunk's call any more
             if not sending.fits_budget(self, chunk):
                 # Only the per-heartbeat share is used up when the day's budget still allows
                 # the call on its own: more is waiting for the next heartbeat.
@@ -444,6 +453,15 @@ class Heartbeat:
             flight = sending.send(self, chunk, context)
             self.ahead.take(chunk.key)  # this chunk's own turn: not in flight for later ones
         sending.send_ahead(self, upcoming, session, progress)
+        try:
+            return self._awaited_answer(chunk, flight, progress)
+        finally:
+            self.ahead.settle()
+
+    def _awaited_answer(
+        self, chunk: Chunk, flight: Flight, progress: _Progress
+    ) -> RecordMemories | None:
+        """The answer of the chunk's call, journalled and charged; None when it failed."""
         try:
             extraction = flight.future.result()
         except RetryRefusedError as error:
@@ -664,8 +682,11 @@ class Heartbeat:
         # cursor, within a few heartbeats; keeping them (plan and answer) for months would grow
         # the state database without bound. The space goes back to the file system.
         pruned = self.state.journal.prune_committed(self.clock() - JOURNAL_RETENTION)
-        if pruned:
+        # Past conversation-days' texts packed tighter, a share per heartbeat (state/mentions.py).
+        settled = self.state.mentions.settle(self.clock().date() - timedelta(days=1))
+        if pruned or settled:
             self.state.db.reclaim_space()
+        if pruned:
             log.info("journal.pruned", chunks=pruned)
 
     def _trailers(self) -> dict[str, str]:

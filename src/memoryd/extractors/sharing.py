@@ -12,7 +12,9 @@ it is marked committed by its own key.
 
 Members are never sent ahead on their own. When the call does not give a usable answer (an
 invalid answer twice, a refusal, an error about this request), its cost is charged and the chunks
-are asked one by one as usual; an error about the whole run stops the heartbeat as for one chunk.
+are asked one by one as usual, in this heartbeat and the later ones (the state database keeps
+their keys, so a heartbeat stopped by its budget share does not pay for the same call again);
+an error about the whole run stops the heartbeat as for one chunk.
 Each member is extracted with the context of the moment its group is sent: the members that come
 before it are in the same request, so the model sees what they say.
 """
@@ -27,11 +29,11 @@ from memoryd.extractors.chunking import Chunk
 from memoryd.extractors.extract import (
     Extraction,
     InvalidAnswerError,
-    LLMExtractor,
     RetryRefusedError,
     WatchedExtractor,
     shares_calls,
 )
+from memoryd.extractors.llm_extractor import LLMExtractor
 from memoryd.llm.base import PermanentLLMError, TransientLLMError, UnusableLLMError, estimate_tokens
 from memoryd.llm.prices import Usage
 from memoryd.logs import get_logger
@@ -45,6 +47,8 @@ log = get_logger(__name__)
 
 # A chunk this much smaller than the chunk budget is short enough to share a call.
 SHORT_SHARE = 4
+# State-database key: the chunks whose shared call gave no usable answer (asked alone since).
+ALONE_KEY = "sharing.ask_alone"
 
 
 def plan_groups(chunks: list[Chunk], chunk_tokens: int, limit: int) -> dict[str, list[Chunk]]:
@@ -78,12 +82,27 @@ def plan_groups(chunks: list[Chunk], chunk_tokens: int, limit: int) -> dict[str,
     return groups
 
 
+def calls_of(chunks: list[Chunk], chunk_tokens: int, limit: int) -> list[list[Chunk]]:
+    """The model calls that would send `chunks` (chronological): each group one call, every
+    other chunk a call of its own (a dry run's estimate)."""
+    groups = plan_groups(chunks, chunk_tokens, limit) if limit >= 2 else {}
+    grouped = {member.key for members in groups.values() for member in members}
+    return [
+        groups.get(chunk.key, [chunk])
+        for chunk in chunks
+        if chunk.key in groups or chunk.key not in grouped
+    ]
+
+
 def plan(hb: Heartbeat, chunks: list[Chunk]) -> None:
     """Find the heartbeat's groups; their chunks are not sent ahead one by one."""
     limit = hb.settings.sections_per_call
     if limit < 2 or not shares_calls(hb.extractor):
         return
-    hb.groups = plan_groups(chunks, hb.settings.chunk_tokens, limit)
+    alone = _asked_alone(hb, chunks)
+    hb.groups = plan_groups(
+        [chunk for chunk in chunks if chunk.key not in alone], hb.settings.chunk_tokens, limit
+    )
     for members in hb.groups.values():
         hb.not_ahead.update(member.key for member in members)
 
@@ -168,12 +187,15 @@ def _call(
             members, contexts, sending.retry_check(hb, estimate)
         )
     except RetryRefusedError as error:
+        # The shared answer was invalid and its corrective retry would pass the budget.
         hb._charge(error.usage, None)
+        _ask_alone_from_now_on(hb, members)
         hb._stop("budget")
         progress.held_files.update(chunk.files)
         return True, None
     except InvalidAnswerError as error:
         hb._charge(error.usage, None)
+        _ask_alone_from_now_on(hb, members)
         log.warning("sections.fell_back", chunks=len(members), reason=error.reason[:300])
         return False, None
     except (UnusableLLMError, TransientLLMError) as error:
@@ -182,6 +204,23 @@ def _call(
     except PermanentLLMError as error:
         log.warning("sections.fell_back", chunks=len(members), reason=str(error)[:300])
         return False, None
+
+
+def _ask_alone_from_now_on(hb: Heartbeat, members: list[Chunk]) -> None:
+    """Remember that these chunks' shared call gave no usable answer: a later heartbeat (this
+    one stopped by its budget share, say) asks them one by one, instead of paying for the same
+    unusable shared call again each time."""
+    alone = set(hb.state.meta.get_json(ALONE_KEY) or [])
+    hb.state.meta.set_json(ALONE_KEY, sorted(alone | {member.key for member in members}))
+
+
+def _asked_alone(hb: Heartbeat, chunks: list[Chunk]) -> set[str]:
+    """The chunks a shared call failed for before; the list forgets those answered since."""
+    stored = hb.state.meta.get_json(ALONE_KEY) or []
+    alone = {key for key in stored if hb.state.journal.answered(key) is None}
+    if len(alone) != len(stored):
+        hb.state.meta.set_json(ALONE_KEY, sorted(alone))
+    return alone & {chunk.key for chunk in chunks}
 
 
 def _still_open(hb: Heartbeat, chunk: Chunk, progress: _Progress) -> bool:

@@ -185,9 +185,11 @@ def dry_run_heartbeat(settings: Settings, env: Environment) -> dict[str, object]
         # A dry run calls no model: the markers extractor stands in and is never asked.
         extractor = MarkersExtractor(make_scrubber(settings))
         heartbeat = build_heartbeat(settings, env, state, extractor, dry_run=True)
-        report = heartbeat.dry_run()
+        report = heartbeat.dry_run(shares_calls=settings.llm.provider != "markers")
     report["provider"] = settings.llm.provider
     if settings.llm.provider == "markers":
         # Markers are filed without a model: nothing is sent and nothing is billed.
-        report.update(model=None, estimated_input_tokens=0, estimated_cost_usd=0.0)
+        report.update(
+            model=None, estimated_calls=0, estimated_input_tokens=0, estimated_cost_usd=0.0
+        )
     return report

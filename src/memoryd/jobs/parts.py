@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 
 from memoryd.charsafe import strip_unsafe
 from memoryd.errors import ConfigError
-from memoryd.extractors.extract import Extractor, LLMExtractor, MarkersExtractor
+from memoryd.extractors.extract import Extractor, MarkersExtractor
+from memoryd.extractors.llm_extractor import LLMExtractor
 from memoryd.jobs.environment import Clock, Environment
 from memoryd.llm.base import ToolRequest, ToolResult
 from memoryd.redaction import redact, secret_kinds

@@ -6,6 +6,9 @@ Invariants:
 - `PRAGMA user_version` is the schema version; `open` migrates an older database in order, one
   transaction per migration, and refuses a newer one (`StateVersionError`) without touching it.
   `PRAGMA application_id` marks the file as memoryd's, so a stranger's database is refused too.
+  After migrating, the pages a migration freed go back to the file system at once.
+- Every connection has memoryd's SQL functions (`memoryd_pack_text`, `state/_packing.py`), which
+  migrations may use.
 - Writes that belong together run inside `with db.transaction():`. Transactions nest: an inner
   one is a savepoint, rolled back alone if its block raises. The outermost one takes the write
   lock up front (`BEGIN IMMEDIATE`), so two writers never deadlock upgrading a read lock.
@@ -28,6 +31,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from memoryd.state._packing import register_functions
 from memoryd.state.errors import StateBusyError, StateCorruptError, StateError, StateVersionError
 from memoryd.state.schema import MIGRATIONS, Migration
 
@@ -85,6 +89,7 @@ class StateDB:
             except sqlite3.Error as error:
                 raise _translate(error, path) from error
             connection.row_factory = sqlite3.Row
+            register_functions(connection)
             db = cls(connection, path)
             try:
                 db._configure(busy_timeout_ms)
@@ -224,11 +229,12 @@ class StateDB:
             if migration.version != position:
                 raise StateError(f"migration #{position} is numbered {migration.version}")
         current = self.schema_version
+        migrated = False
         while True:
             if current > supported:
                 raise StateVersionError(self._path, current, supported)
             if current == supported:
-                return
+                break
             for statement in migrations[current].unlocked:
                 self.execute(statement)
             with self.transaction():
@@ -239,7 +245,12 @@ class StateDB:
                         self.execute(statement)
                     self.execute(f"PRAGMA user_version = {current + 1}")
                     self.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+                    migrated = True
             current = self.schema_version
+        if migrated:
+            # A migration that rebuilds a table (5: the packed mention index) leaves the old
+            # pages free; give them back now rather than at the next prune.
+            self.reclaim_space()
 
 
 @contextlib.contextmanager

@@ -6,15 +6,30 @@ even after the transcript is gone. So this module keeps one row per (agent, sess
 that day's cleaned text, appended to as more of the conversation-day is read, and an FTS5 index
 over it.
 
+Storage (schema version 5), sized to stay a small fraction of the transcripts read: each row's
+text is kept zstd-compressed (`packed`, `state/_packing.py`), and the FTS5 table is contentless
+with `detail=none`: it records only which rows hold which token, no positions and no copy of the
+text. With no content table behind the index, this module keeps it in step itself: a new row's
+text is inserted; an append unpacks the day's text, adds the block, packs it again, and tells
+FTS5 to 'delete' the old text (contentless tables need the exact old values) before inserting
+the new. Appends pack fast (zstd level 3); once a day is past, the heartbeat packs its text again
+tighter (level 15: about 15% smaller, at some 5 MB/s), a share per heartbeat (`settle`).
+
 Counting is two steps, because the FTS tokenizer and "whole words" do not agree exactly (it
 folds diacritics and drops punctuation: "C++" is the token "c"): the index is asked for the rows
-containing any of the names as a phrase, a superset of the answer, and a whole-word regular
-expression then decides on each candidate's text. A whole word here means: not preceded or
-followed by a word character (letters, digits, underscore), so "Al" does not match "Alice" but
-"Acme" matches "acme," and "ACME"; the words of a multi-word name may be separated by any run of
-white space. Names are passed to FTS5 as quoted strings, so quotes and FTS syntax inside a name
-are data. A name without any letter or digit cannot be found through the index and counts no
-mention.
+holding every token of any of the names, a superset of the answer, and a whole-word regular
+expression then decides on each candidate's unpacked text. A name's tokens are the ones SQLite's
+own tokenizer gives it (the names are tokenized through a temporary FTS5 table with the same
+tokenizer), so the index and the query never disagree on where a token ends; each token is
+passed quoted, so quotes and FTS syntax inside a name are data. `detail=none` has no phrase
+queries, so a multi-word name asks for rows with all of its words anywhere (more candidates, the
+same answer). A name the tokenizer finds no token in although it has a letter or digit (one
+SQLite's Unicode tables do not know) is decided by scanning every row, never by dropping it.
+
+A whole word here means: not preceded or followed by a word character (letters, digits,
+underscore), so "Al" does not match "Alice" but "Acme" matches "acme," and "ACME"; the words of a
+multi-word name may be separated by any run of white space. A name without any letter or digit
+counts no mention.
 """
 
 from __future__ import annotations
@@ -25,10 +40,14 @@ from dataclasses import dataclass
 from datetime import date
 
 from memoryd.state._codec import day_from_text, day_to_text
+from memoryd.state._packing import TIGHT, UnpackError, pack_text, unpack_text
 from memoryd.state.db import StateDB
+from memoryd.state.errors import StateError
 
 # Appended blocks are separated by a blank line, so two blocks never join into one word.
 BLOCK_SEPARATOR = "\n\n"
+# Characters of text `settle` packs tighter per call: about a second of CPU.
+SETTLE_BUDGET = 4_000_000
 
 
 @dataclass(frozen=True, order=True)
@@ -38,11 +57,9 @@ class ConversationDay:
     day: date
 
 
-def _fts_phrase(name: str) -> str:
-    # FTS5 reads a query as a C string: a NUL would end it early (NUL is no token character, so
-    # a space finds the same candidates). Inside double quotes everything is phrase text, with
-    # a quote written twice.
-    return '"' + name.replace("\x00", " ").replace('"', '""') + '"'
+def _fts_term(token: str) -> str:
+    # Inside double quotes everything is token text, with a quote written twice.
+    return '"' + token.replace('"', '""') + '"'
 
 
 def _word_pattern(names: Iterable[str]) -> re.Pattern[str] | None:
@@ -57,7 +74,7 @@ def _word_pattern(names: Iterable[str]) -> re.Pattern[str] | None:
 
 
 def _usable_names(names: Iterable[str]) -> list[str]:
-    """Names that the index can find: with at least one letter or digit."""
+    """Names that can be found: with at least one letter or digit."""
     return sorted({name for name in names if any(char.isalnum() for char in name)})
 
 
@@ -76,34 +93,41 @@ class MentionIndex:
             return False
         key = (agent, session_id, day_to_text(day))
         with self._db.transaction():
-            # A block counts as known only where it stands between block boundaries: then every
-            # whole word in it is a whole word of the text already, and no mention is lost.
             row = self._db.query_one(
-                "SELECT id, instr(?1 || text || ?1, ?1 || ?2 || ?1) > 0 AS known"
-                " FROM conversation_days WHERE agent = ?3 AND session_id = ?4 AND day = ?5",
-                (BLOCK_SEPARATOR, text, *key),
+                "SELECT id, packed FROM conversation_days"
+                " WHERE agent = ? AND session_id = ? AND day = ?",
+                key,
             )
             if row is None:
-                self._db.execute(
-                    "INSERT INTO conversation_days (agent, session_id, day, text)"
+                cursor = self._db.execute(
+                    "INSERT INTO conversation_days (agent, session_id, day, packed)"
                     " VALUES (?, ?, ?, ?)",
-                    (*key, text),
+                    (*key, pack_text(text)),
                 )
+                self._index(cursor.lastrowid, text)
                 return True
-            if row["known"]:
+            old = self._unpack(row["id"], row["packed"])
+            # A block counts as known only where it stands between block boundaries: then every
+            # whole word in it is a whole word of the text already, and no mention is lost.
+            sep = BLOCK_SEPARATOR
+            if f"{sep}{text}{sep}" in f"{sep}{old}{sep}":
                 return False
+            new = old + sep + text
             self._db.execute(
-                "UPDATE conversation_days SET text = text || ? || ? WHERE id = ?",
-                (BLOCK_SEPARATOR, text, row["id"]),
+                "UPDATE conversation_days SET packed = ?, settled = 0 WHERE id = ?",
+                (pack_text(new), row["id"]),
             )
+            self._unindex(row["id"], old)
+            self._index(row["id"], new)
             return True
 
     def text_of(self, agent: str, session_id: str, day: date) -> str | None:
-        value = self._db.scalar(
-            "SELECT text FROM conversation_days WHERE agent = ? AND session_id = ? AND day = ?",
+        row = self._db.query_one(
+            "SELECT id, packed FROM conversation_days"
+            " WHERE agent = ? AND session_id = ? AND day = ?",
             (agent, session_id, day_to_text(day)),
         )
-        return None if value is None else str(value)
+        return None if row is None else self._unpack(row["id"], row["packed"])
 
     def mention_days(self, names: Sequence[str]) -> list[ConversationDay]:
         """Return the conversation-days in which any of `names` occurs as whole words, sorted."""
@@ -111,18 +135,26 @@ class MentionIndex:
         pattern = _word_pattern(usable)
         if pattern is None:
             return []
-        query = " OR ".join(_fts_phrase(name) for name in usable)
-        rows = self._db.query(
-            "SELECT d.agent, d.session_id, d.day, d.text"
-            " FROM conversation_days_fts JOIN conversation_days AS d"
-            "   ON d.id = conversation_days_fts.rowid"
-            " WHERE conversation_days_fts MATCH ?",
-            (query,),
-        )
+        tokens = self._tokens(usable)
+        if all(tokens):
+            query = " OR ".join(
+                "(" + " AND ".join(_fts_term(token) for token in sorted(name_tokens)) + ")"
+                for name_tokens in tokens
+            )
+            rows = self._db.query(
+                "SELECT id, agent, session_id, day, packed FROM conversation_days WHERE id IN"
+                " (SELECT rowid FROM conversation_days_fts WHERE conversation_days_fts MATCH ?)",
+                (query,),
+            )
+        else:
+            # A name the index cannot be asked for: read every day.
+            rows = self._db.query(
+                "SELECT id, agent, session_id, day, packed FROM conversation_days"
+            )
         found = [
             ConversationDay(row["agent"], row["session_id"], day_from_text(row["day"]))
             for row in rows
-            if pattern.search(row["text"])
+            if pattern.search(self._unpack(row["id"], row["packed"]))
         ]
         return sorted(found)
 
@@ -133,7 +165,89 @@ class MentionIndex:
     def forget_before(self, day: date) -> int:
         """Delete conversation-days older than `day`; return how many. (Never needed by the
         heuristics; offered for operators who bound the database's size.)"""
-        cursor = self._db.execute(
-            "DELETE FROM conversation_days WHERE day < ?", (day_to_text(day),)
+        with self._db.transaction():
+            rows = self._db.query(
+                "SELECT id, packed FROM conversation_days WHERE day < ?", (day_to_text(day),)
+            )
+            for row in rows:
+                self._unindex(row["id"], self._unpack(row["id"], row["packed"]))
+                self._db.execute("DELETE FROM conversation_days WHERE id = ?", (row["id"],))
+        return len(rows)
+
+    def settle(self, before: date, budget: int = SETTLE_BUDGET) -> int:
+        """Pack the texts of conversation-days before `before` tighter, once; return how many.
+
+        A text is packed fast while its day may still grow; a past day's is packed again at a
+        higher level, which takes longer, so each call does about `budget` characters of text
+        (at least one day), oldest days first, and the next call goes on. Unchanged text, so the
+        index is untouched; the space freed goes back with `StateDB.reclaim_space`.
+        """
+        done = 0
+        spent = 0
+        with self._db.transaction():
+            waiting = self._db.query(
+                "SELECT id FROM conversation_days WHERE settled = 0 AND day < ?"
+                " ORDER BY day, id LIMIT 1000",
+                (day_to_text(before),),
+            )
+            for (rowid,) in waiting:
+                if done and spent >= budget:
+                    break
+                packed = self._db.scalar(
+                    "SELECT packed FROM conversation_days WHERE id = ?", (rowid,)
+                )
+                text = self._unpack(rowid, packed)
+                self._db.execute(
+                    "UPDATE conversation_days SET packed = ?, settled = 1 WHERE id = ?",
+                    (pack_text(text, level=TIGHT), rowid),
+                )
+                done += 1
+                spent += len(text)
+        return done
+
+    def _index(self, rowid: int | None, text: str) -> None:
+        self._db.execute(
+            "INSERT INTO conversation_days_fts (rowid, text) VALUES (?, ?)", (rowid, text)
         )
-        return cursor.rowcount
+
+    def _unindex(self, rowid: int, text: str) -> None:
+        # A contentless index forgets a row only when given exactly the text it indexed.
+        self._db.execute(
+            "INSERT INTO conversation_days_fts (conversation_days_fts, rowid, text)"
+            " VALUES ('delete', ?, ?)",
+            (rowid, text),
+        )
+
+    def _unpack(self, rowid: int, packed: bytes) -> str:
+        try:
+            return unpack_text(packed)
+        except UnpackError as error:
+            raise StateError(
+                f"{self._db.path}: conversation-day row {rowid} of the mention index is"
+                f" damaged ({error})"
+            ) from error
+
+    def _tokens(self, names: Sequence[str]) -> list[set[str]]:
+        """Each name's tokens as the index's tokenizer splits and folds them."""
+        # The tokenizer of `conversation_days_fts` (schema version 5). Created again if a
+        # rolled-back transaction took it away.
+        self._db.execute(
+            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.memoryd_name_probe"
+            " USING fts5(name, detail=none, tokenize='unicode61 remove_diacritics 2')"
+        )
+        self._db.execute(
+            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.memoryd_name_probe_terms"
+            " USING fts5vocab(temp, memoryd_name_probe, instance)"
+        )
+        self._db.execute("DELETE FROM temp.memoryd_name_probe")
+        # FTS5 reads text as a C string: a NUL would end it early (NUL is no token character,
+        # so a space gives the same tokens).
+        self._db.execute_many(
+            "INSERT INTO temp.memoryd_name_probe (rowid, name) VALUES (?, ?)",
+            [(number, name.replace("\x00", " ")) for number, name in enumerate(names)],
+        )
+        tokens: list[set[str]] = [set() for _ in names]
+        for row in self._db.query("SELECT doc, term FROM temp.memoryd_name_probe_terms"):
+            tokens[row["doc"]].add(row["term"])
+        self._db.execute("DELETE FROM temp.memoryd_name_probe")
+        return tokens

@@ -178,9 +178,51 @@ _CREATE_REWRITE_ANSWERS = (
 # after the journal's 14-day prune instead of keeping its largest size for ever.
 _INCREMENTAL_VACUUM = ("PRAGMA auto_vacuum = INCREMENTAL", "VACUUM")
 
+# Version 5: the mention index packed (DESIGN §1.2 keeps every conversation-day's text for good,
+# so it is most of a long-lived database). Each row's text is stored zstd-compressed (`packed`,
+# see `state/_packing.py`; the SQL function `memoryd_pack_text` is registered on every
+# connection), and the FTS5 index becomes contentless with `detail=none` and no column sizes: it
+# keeps only which rows hold which token, all the superset filter needs. A row is packed fast
+# when its text changes, and packed again tighter once its day is past (`settled`, done a share
+# at a time by the heartbeat: `MentionIndex.settle`). With no content table
+# to read from, `state/mentions.py` now writes the index itself (the old text for FTS5's
+# 'delete', then the new), so the triggers go. Existing rows are packed and indexed again here;
+# the pages of the old table and index are free afterwards, and `StateDB.open` hands them back.
+_PACK_CONVERSATION_DAYS = (
+    "DROP TRIGGER conversation_days_after_insert",
+    "DROP TRIGGER conversation_days_after_delete",
+    "DROP TRIGGER conversation_days_after_update",
+    "DROP TABLE conversation_days_fts",
+    "ALTER TABLE conversation_days RENAME TO conversation_days_plain",
+    """CREATE TABLE conversation_days (
+        id INTEGER PRIMARY KEY,
+        agent TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        day TEXT NOT NULL,
+        packed BLOB NOT NULL,
+        settled INTEGER NOT NULL DEFAULT 0 CHECK (settled IN (0, 1)),
+        UNIQUE (agent, session_id, day)
+    ) STRICT""",
+    # The few rows still packed for speed, which the heartbeat packs again tighter.
+    "CREATE INDEX conversation_days_unsettled ON conversation_days (day) WHERE settled = 0",
+    """INSERT INTO conversation_days (id, agent, session_id, day, packed)
+        SELECT id, agent, session_id, day, memoryd_pack_text(text) FROM conversation_days_plain""",
+    """CREATE VIRTUAL TABLE conversation_days_fts USING fts5(
+        text,
+        content='',
+        detail=none,
+        columnsize=0,
+        tokenize='unicode61 remove_diacritics 2'
+    )""",
+    """INSERT INTO conversation_days_fts (rowid, text)
+        SELECT id, text FROM conversation_days_plain""",
+    "DROP TABLE conversation_days_plain",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial schema", _CREATE_V1),
     Migration(2, "drop the chunk journal's planned writes", _DROP_CHUNK_WRITES),
     Migration(3, "journal the rewrite's summary answers", _CREATE_REWRITE_ANSWERS),
     Migration(4, "give space freed by pruning back", (), unlocked=_INCREMENTAL_VACUUM),
+    Migration(5, "pack the mention index", _PACK_CONVERSATION_DAYS),
 )

@@ -312,14 +312,19 @@ def test_a_heartbeat_that_left_work_for_its_share_is_followed_at_once(root: Path
     from memoryd.extractors.report import HeartbeatReport
 
     daemon = make_daemon(root)
-    daemon._continue_if_more(HeartbeatReport("r1"))  # nothing waiting
+    daemon._continue_if_more(HeartbeatReport("r1", commit="c1"))  # nothing waiting
+    assert daemon.scheduler.get_job(CONTINUE_HEARTBEAT_JOB) is None
+    # More waiting but nothing committed: no progress, so no loop; the schedule decides.
+    daemon._continue_if_more(HeartbeatReport("r0", more_waiting=True))
     assert daemon.scheduler.get_job(CONTINUE_HEARTBEAT_JOB) is None
     with capture_logs() as logs:
-        daemon._continue_if_more(HeartbeatReport("r2", more_waiting=True))
+        daemon._continue_if_more(HeartbeatReport("r2", more_waiting=True, commit="c2"))
     job = daemon.scheduler.get_job(CONTINUE_HEARTBEAT_JOB)
     assert job is not None and job.misfire_grace_time is None
+    # The continuation adds its own successor while it still runs: two instances allowed.
+    assert job.max_instances == 2
     assert [e["run_id"] for e in logs if e["event"] == "heartbeat.continuing"] == ["r2"]
     stopping = make_daemon(root)
     stopping._stopping.set()
-    stopping._continue_if_more(HeartbeatReport("r3", more_waiting=True))  # stopping: no more
-    assert stopping.scheduler.get_job(CONTINUE_HEARTBEAT_JOB) is None
+    stopping._continue_if_more(HeartbeatReport("r3", more_waiting=True, commit="c3"))
+    assert stopping.scheduler.get_job(CONTINUE_HEARTBEAT_JOB) is None  # stopping: no more

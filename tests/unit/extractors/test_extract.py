@@ -13,11 +13,10 @@ from memoryd.extractors.chunking import Chunk, cut_chunks
 from memoryd.extractors.extract import (
     ChunkContext,
     InvalidAnswerError,
-    LLMExtractor,
     MarkersExtractor,
     RetryRefusedError,
-    make_nonce,
 )
+from memoryd.extractors.llm_extractor import LLMExtractor, make_nonce
 from memoryd.llm.base import ToolRequest, ToolResult
 from memoryd.llm.prices import Usage
 from memoryd.sources.model import Conversation, Provenance, Turn

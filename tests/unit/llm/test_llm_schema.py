@@ -133,7 +133,7 @@ def test_a_lean_schema_keeps_the_shape_and_drops_annotations_and_bounds() -> Non
 
 def test_the_record_memories_tool_sends_a_lean_schema_but_validates_fully() -> None:
     from memoryd.extractors.contract import RecordMemories
-    from memoryd.extractors.extract import record_memories_tool
+    from memoryd.extractors.llm_extractor import record_memories_tool
 
     schema = record_memories_tool().input_schema
     assert "maxItems" not in json.dumps(schema)
