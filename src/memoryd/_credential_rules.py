@@ -20,7 +20,14 @@ import math
 import re
 from collections import Counter
 
-from memoryd._secret_rules import Rule, Span, folding_rule, is_code_reference, is_placeholder
+from memoryd._secret_rules import (
+    LazyPattern,
+    Rule,
+    Span,
+    folding_rule,
+    is_code_reference,
+    is_placeholder,
+)
 
 # A token starts a word: nothing of a word before it, or the `\\n`, `\\t` or `\\r` escape of a
 # JSON string (text that is itself JSON-encoded, as tool output often is).
@@ -41,7 +48,7 @@ def _starts_a_word(match: re.Match[str], original: str) -> Span | None:
 
 
 def _token(kind: str, pattern: str, *anchors: str) -> Rule:
-    return Rule(kind, re.compile(pattern), _starts_a_word, anchors=anchors)
+    return Rule(kind, LazyPattern(pattern), _starts_a_word, anchors=anchors)
 
 
 def _mixed_token(match: re.Match[str], original: str) -> Span | None:
@@ -57,14 +64,14 @@ PROVIDER_RULES: tuple[Rule, ...] = (
     _token("vault", r"hv[sbr]\.[A-Za-z0-9_-]{24,}+", "hvs.", "hvb.", "hvr."),
     Rule(
         "huggingface",
-        re.compile(_B + r"(?:hf|api_org)_[A-Za-z0-9]{30,}+(?![A-Za-z0-9_])"),
+        LazyPattern(_B + r"(?:hf|api_org)_[A-Za-z0-9]{30,}+(?![A-Za-z0-9_])"),
         _mixed_token,
         ("hf_", "api_org_"),
     ),
     _token("digitalocean", r"do[por]_v1_[a-f0-9]{64}", "_v1_"),
     Rule(
         "telegram",
-        re.compile(
+        LazyPattern(
             r"(?:(?<![A-Za-z0-9_:-])|"
             + _ESCAPED
             + r")[0-9]{8,10}:AA[A-Za-z0-9_-]{33}(?![A-Za-z0-9_-])"
@@ -107,7 +114,9 @@ PROVIDER_RULES: tuple[Rule, ...] = (
     _token("atlassian", r"ATATT3[A-Za-z0-9_=-]{100,}+", "atatt3"),
     Rule(
         "discord-webhook",
-        re.compile(r"discord(?:app)?\.com/api/webhooks/[0-9]{5,30}/(?P<value>[A-Za-z0-9_-]{40,}+)"),
+        LazyPattern(
+            r"discord(?:app)?\.com/api/webhooks/[0-9]{5,30}/(?P<value>[A-Za-z0-9_-]{40,}+)"
+        ),
         lambda match, original: match.span("value"),
         ("/api/webhooks/",),
     ),
@@ -228,7 +237,7 @@ CONTEXT_RULES: tuple[Rule, ...] = (
     # `mysql -u root -pS3cret db`: the password glued to `-p` (`-P` is the port).
     Rule(
         "password",
-        re.compile(
+        LazyPattern(
             _B + r"(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlcheck|mysqlshow"
             r"|mysqlpump|mariadb|mariadb-dump)(?:[ \t]++[^\s|;&]++){0,20}?[ \t]++-p" + _FLAG_VALUE
         ),
@@ -238,7 +247,7 @@ CONTEXT_RULES: tuple[Rule, ...] = (
     # `curl -u user:pass`, `curl --user=user:pass`: the password after the colon.
     Rule(
         "password",
-        re.compile(
+        LazyPattern(
             _B + r"curl(?:[ \t]++[^\s|;&]++){0,20}?[ \t]++(?:-u|--user)(?:[ \t]++|=)"
             r"['\"]?[^\s:'\"]{1,256}+:(?P<value>[^\s'\"]{1,256}+)"
         ),
@@ -248,7 +257,7 @@ CONTEXT_RULES: tuple[Rule, ...] = (
     # `sshpass -p 'secret' ssh host`, `sshpass -psecret`.
     Rule(
         "password",
-        re.compile(r"sshpass(?:[ \t]++-[A-Za-z]++)*?[ \t]++-p[ \t]*+" + _FLAG_VALUE),
+        LazyPattern(r"sshpass(?:[ \t]++-[A-Za-z]++)*?[ \t]++-p[ \t]*+" + _FLAG_VALUE),
         _password_value,
         ("sshpass",),
     ),
@@ -269,7 +278,7 @@ CONTEXT_RULES: tuple[Rule, ...] = (
     # in the row under a `User name,Password,Access key ID` header.
     Rule(
         "aws-secret-access-key",
-        re.compile(
+        LazyPattern(
             r"(?:AKIA|ASIA)[A-Z0-9]{16}[ \t]*[,;\t|][ \t]*(?P<value>[A-Za-z0-9/+]{40})"
             r"(?![A-Za-z0-9/+=])"
         ),
@@ -288,7 +297,7 @@ CONTEXT_RULES: tuple[Rule, ...] = (
     # up to its last base64 line.
     Rule(
         "private-key",
-        re.compile(
+        LazyPattern(
             r"(?:(?<![A-Za-z0-9+/])|"
             + _ESCAPED
             + r")(?:MII[A-Za-z0-9+/]{3}IBA(?:AKC|DAN)|MIG[A-Za-z0-9+/]AgEAMBMGByqGSM49"
@@ -307,7 +316,7 @@ CONTEXT_RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "azure",
-        re.compile(r"[?&]sig=(?P<value>[A-Za-z0-9%+/=]{20,}+)"),
+        LazyPattern(r"[?&]sig=(?P<value>[A-Za-z0-9%+/=]{20,}+)"),
         lambda match, original: match.span("value"),
         ("sig=",),
     ),

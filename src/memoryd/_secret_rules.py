@@ -15,8 +15,9 @@ Invariants every pattern here keeps, because transcripts are untrusted and can b
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 Span = tuple[int, int]
 # A select function gets the match and the text the match was searched in before any
@@ -47,6 +48,43 @@ def _value_if_random(match: re.Match[str], original: str) -> Span | None:
     return match.span("value") if _has_digit_and_letter(match.group("value")) else None
 
 
+class Pattern(Protocol):
+    """What redaction asks of a rule's pattern (a compiled `re.Pattern` is one)."""
+
+    @property
+    def groupindex(self) -> Mapping[str, int]: ...
+
+    def search(self, string: str, pos: int = 0) -> re.Match[str] | None: ...
+
+
+class LazyPattern:
+    """A regular expression compiled when first searched with: the log processor redacts every
+    event, and most events bring in no rule at all (`memoryd.redaction` runs only the rules
+    whose anchors a text holds), so a short-lived command compiles only the few it needs
+    instead of every rule at import (issue 15). Compiling is deterministic; two threads racing
+    to compile compile the same pattern."""
+
+    __slots__ = ("_compiled", "_flags", "_source")
+
+    def __init__(self, source: str, flags: int = 0) -> None:
+        self._source = source
+        self._flags = flags
+        self._compiled: re.Pattern[str] | None = None
+
+    @property
+    def compiled(self) -> re.Pattern[str]:
+        if self._compiled is None:
+            self._compiled = re.compile(self._source, self._flags)
+        return self._compiled
+
+    @property
+    def groupindex(self) -> Mapping[str, int]:
+        return self.compiled.groupindex
+
+    def search(self, string: str, pos: int = 0) -> re.Match[str] | None:
+        return self.compiled.search(string, pos)
+
+
 @dataclass(frozen=True)
 class Rule:
     """One kind of secret: where it is (`pattern`) and which part of a match to hide (`select`).
@@ -57,18 +95,18 @@ class Rule:
     """
 
     kind: str
-    pattern: re.Pattern[str]
+    pattern: Pattern
     select: Select = _whole
     anchors: tuple[str, ...] = ()
     # For case-insensitive rules: the same pattern without IGNORECASE, to run on the
     # lower-cased text, which Python's regex engine scans about ten times faster.
-    folded: re.Pattern[str] | None = None
+    folded: Pattern | None = None
 
 
 def folding_rule(kind: str, source: str, select: Select, anchors: tuple[str, ...]) -> Rule:
     """Build a case-insensitive rule from a pattern whose letters are written in lower case."""
-    pattern = re.compile(source, re.VERBOSE | re.IGNORECASE)
-    return Rule(kind, pattern, select, anchors, re.compile(source, re.VERBOSE))
+    pattern = LazyPattern(source, re.VERBOSE | re.IGNORECASE)
+    return Rule(kind, pattern, select, anchors, LazyPattern(source, re.VERBOSE))
 
 
 # Values that show where a secret would go without being one. Redacting them would hide useful
@@ -247,12 +285,12 @@ def _url_password(match: re.Match[str], original: str) -> Span | None:
 # is scanned possessively up to the next `-----`, so many headers without footers stay linear.
 _PEM_HEADER = r"-----BEGIN[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----"
 _PEM_FOOTER = r"-----END[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----"
-_PRIVATE_KEY_BLOCK = re.compile(_PEM_HEADER + r"(?:[^-]++|-(?!----))*+" + _PEM_FOOTER)
+_PRIVATE_KEY_BLOCK = LazyPattern(_PEM_HEADER + r"(?:[^-]++|-(?!----))*+" + _PEM_FOOTER)
 # A block cut short (a truncated paste, a cut tool output) has no footer: it is hidden up to its
 # last base64 line, lines being separated by real newlines or by the two-character `\n` of a
 # JSON string. A base64 line must end its line, so prose after a truncated block is kept.
 _LINE_BREAK = r"(?:\r?\n|(?:\\r)?\\n)"
-_PRIVATE_KEY_TRUNCATED = re.compile(
+_PRIVATE_KEY_TRUNCATED = LazyPattern(
     _PEM_HEADER + r"(?:(?:[ \t]*+" + _LINE_BREAK + r")++[ \t]*+"
     r"(?:(?:Proc-Type|DEK-Info|Comment|Version):[^\r\n\\]*+"
     r"|[A-Za-z0-9+/=]++(?=[ \t]*(?:\r?\n|(?:\\r)?\\n|[\"',]|$))))*+"
@@ -271,12 +309,12 @@ BUILTIN_RULES: tuple[Rule, ...] = (
     Rule("private-key", _PRIVATE_KEY_TRUNCATED, anchors=("private key",)),
     Rule(
         "anthropic",
-        re.compile(r"sk-ant-[a-z]{2,8}\d{2}-" + _ANY + r"{20,}+"),
+        LazyPattern(r"sk-ant-[a-z]{2,8}\d{2}-" + _ANY + r"{20,}+"),
         anchors=("sk-ant-",),
     ),
     Rule(
         "openai",
-        re.compile(
+        LazyPattern(
             r"sk-(?:(?<![A-Za-z0-9_-]sk-)|(?<=\\[nrt]sk-))(?!ant-)(?:(?:proj|svcacct|admin|None)-)?"
             + _ANY
             + r"{20,}+"
@@ -286,7 +324,7 @@ BUILTIN_RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "aws-access-key-id",
-        re.compile(
+        LazyPattern(
             r"(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])(?:(?<![A-Za-z0-9].{4})|(?<=\\[nrt].{4}))[A-Z0-9]{16}(?![A-Za-z0-9])"
         ),
         anchors=("akia", "asia", "abia", "acca", "a3t"),
@@ -300,17 +338,17 @@ BUILTIN_RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "github",
-        re.compile(r"(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{30,}+|github_pat_\w{30,}+"),
+        LazyPattern(r"(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{30,}+|github_pat_\w{30,}+"),
         anchors=("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
     ),
     Rule(
         "gitlab",
-        re.compile(r"gl(?:pat|dt|rt|ptt|soat|cbt|oas|ft|imt)-" + _ANY + r"{20,}+"),
+        LazyPattern(r"gl(?:pat|dt|rt|ptt|soat|cbt|oas|ft|imt)-" + _ANY + r"{20,}+"),
         anchors=("gl",),
     ),
     Rule(
         "slack-webhook",
-        re.compile(
+        LazyPattern(
             r"hooks\.slack\.com/(?:services|workflows|triggers)/(?P<value>[A-Za-z0-9_/+-]{8,}+)"
         ),
         _value,
@@ -318,35 +356,35 @@ BUILTIN_RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "slack",
-        re.compile(r"xox[abposre]-[A-Za-z0-9-]{10,}+|xapp-\d-[A-Za-z0-9-]{10,}+"),
+        LazyPattern(r"xox[abposre]-[A-Za-z0-9-]{10,}+|xapp-\d-[A-Za-z0-9-]{10,}+"),
         _whole_if_random,
         anchors=("xox", "xapp-"),
     ),
     Rule(
         "stripe",
-        re.compile(
+        LazyPattern(
             r"(?:(?<![A-Za-z0-9])|(?<=\\[nrt]))(?:(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{10,}+|whsec_\w{20,}+)"
         ),
         anchors=("_live_", "_test_", "whsec_"),
     ),
-    Rule("google-api-key", re.compile(r"AIza" + _ANY + r"{35,}+"), anchors=("aiza",)),
+    Rule("google-api-key", LazyPattern(r"AIza" + _ANY + r"{35,}+"), anchors=("aiza",)),
     Rule(
         "google-oauth",
-        re.compile(r"ya29\.[A-Za-z0-9_-]{20,}+|GOCSPX-" + _ANY + r"{20,}+"),
+        LazyPattern(r"ya29\.[A-Za-z0-9_-]{20,}+|GOCSPX-" + _ANY + r"{20,}+"),
         anchors=("ya29.", "gocspx-"),
     ),
-    Rule("npm", re.compile(r"npm_[A-Za-z0-9]{36,}+"), anchors=("npm_",)),
-    Rule("pypi", re.compile(r"pypi-AgEIcHlwaS5vcmc" + _ANY + r"{20,}+"), anchors=("pypi-",)),
+    Rule("npm", LazyPattern(r"npm_[A-Za-z0-9]{36,}+"), anchors=("npm_",)),
+    Rule("pypi", LazyPattern(r"pypi-AgEIcHlwaS5vcmc" + _ANY + r"{20,}+"), anchors=("pypi-",)),
     Rule(
         "sendgrid",
-        re.compile(r"SG\." + _ANY + r"{16,}+\." + _ANY + r"{20,}+"),
+        LazyPattern(r"SG\." + _ANY + r"{16,}+\." + _ANY + r"{20,}+"),
         anchors=("sg.",),
     ),
     # The lookbehind is what keeps this linear: `eyJ` is made of the characters that follow it,
     # so without it a long run of `eyJeyJ...` would be rescanned from every position.
     Rule(
         "jwt",
-        re.compile(
+        LazyPattern(
             r"eyJ(?:(?<![A-Za-z0-9_-]eyJ)|(?<=\\[nrt]eyJ))"
             + _ANY
             + r"{8,}+\.eyJ"
@@ -360,7 +398,9 @@ BUILTIN_RULES: tuple[Rule, ...] = (
     Rule(
         # The password is redacted; the user and the host are kept.
         "url-password",
-        re.compile(r"://(?<=[A-Za-z0-9]://)[^\s/:@'\"<>]{0,256}+:(?P<value>[^\s/@'\"<>]{1,256}+)@"),
+        LazyPattern(
+            r"://(?<=[A-Za-z0-9]://)[^\s/:@'\"<>]{0,256}+:(?P<value>[^\s/@'\"<>]{1,256}+)@"
+        ),
         _url_password,
         anchors=("://",),
     ),

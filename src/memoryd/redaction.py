@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from memoryd._credential_rules import CONTEXT_RULES, PROVIDER_RULES
-from memoryd._secret_rules import BUILTIN_RULES, Rule
+from memoryd._secret_rules import BUILTIN_RULES, Pattern, Rule
 from memoryd.errors import ConfigError
 
 CUSTOM_KIND = "custom"
@@ -172,7 +172,7 @@ def find_secrets(text: str, extra_patterns: Sequence[str] = ()) -> list[SecretHi
 _KEY_REACH = 64
 
 
-def _matches(pattern: re.Pattern[str], text: str) -> Iterator[re.Match[str]]:
+def _matches(pattern: Pattern, text: str) -> Iterator[re.Match[str]]:
     """Like `pattern.finditer(text)`, except that after a match with a value part (the value of
     `password=...`) the search goes on from near the end of that value, not from the match's end.
 

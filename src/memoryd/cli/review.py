@@ -14,13 +14,15 @@ import argparse
 import json
 import sys
 from collections.abc import Mapping
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from memoryd.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from memoryd.jobs.environment import LOCK_WAIT_SECONDS, Environment
 from memoryd.jobs.lock import single_writer
 from memoryd.settings import LoadedConfig, state_directory
-from memoryd.store.review import ReviewItem
+
+if TYPE_CHECKING:
+    from memoryd.store.review import ReviewItem
 
 
 def cmd_review(

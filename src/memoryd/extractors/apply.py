@@ -16,7 +16,7 @@ touches facts of the same entity; unknown fact ids are ignored and counted.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from datetime import date, time
 from pathlib import Path
 from typing import Any, ParamSpec, Protocol
@@ -24,6 +24,7 @@ from typing import Any, ParamSpec, Protocol
 from memoryd.errors import StoreError
 from memoryd.extractors.chunking import Chunk
 from memoryd.extractors.contract import EntityIn, FactIn, RecordMemories, TimelineIn
+from memoryd.extractors.counters import ApplyCounters as ApplyCounters  # noqa: PLC0414 - re-exported
 from memoryd.extractors.gate import Outcome, Tip, file_tip, support
 from memoryd.logs import get_logger
 from memoryd.store.catalog import EntityCatalog
@@ -38,30 +39,6 @@ from memoryd.store.transaction import FileTransaction
 log = get_logger(__name__)
 
 P = ParamSpec("P")
-
-
-@dataclass
-class ApplyCounters:
-    """What applying changed; summed over a heartbeat for the commit message and the log."""
-
-    facts_added: int = 0
-    facts_superseded: int = 0
-    entities_created: int = 0
-    entities_archived: int = 0
-    entities_reactivated: int = 0
-    skills_added: int = 0
-    notes_added: int = 0
-    tacit_added: int = 0
-    accesses: int = 0
-    pending_added: int = 0
-    pending_filed: int = 0
-    ignored_references: int = 0
-    items_skipped: int = 0
-    tips_held: int = 0  # skill tips and tacit lines the safety gate held for review
-
-    def add(self, other: ApplyCounters) -> None:
-        for item in fields(self):
-            setattr(self, item.name, getattr(self, item.name) + getattr(other, item.name))
 
 
 @dataclass(frozen=True)

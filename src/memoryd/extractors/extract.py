@@ -15,15 +15,20 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pydantic import ValidationError
 
 from memoryd.errors import MemorydError
 from memoryd.extractors.chunking import Chunk
-from memoryd.extractors.contract import RecordMemories
-from memoryd.extractors.markers import extract_markers
 from memoryd.llm.prices import Usage
+
+if TYPE_CHECKING:
+    from memoryd.extractors.contract import RecordMemories
+
+# The tool contract (pydantic models) and the markers parser are imported where a chunk is
+# extracted, not with this module: a heartbeat with nothing new builds its extractor but never
+# asks it, and must not pay for them (issue 15). Hence the imports marked PLC0415.
 
 # How much of an invalid answer is kept in an error (for logs and the quarantine listing).
 RAW_ANSWER_LIMIT = 2000
@@ -181,6 +186,8 @@ def scrub_answer(answer: RecordMemories, scrub: Scrubber) -> RecordMemories:
             return {key: walk(item) for key, item in value.items()}
         return value
 
+    from memoryd.extractors.contract import RecordMemories  # noqa: PLC0415 - see the top
+
     return RecordMemories.model_validate(walk(answer.model_dump()))
 
 
@@ -198,6 +205,9 @@ class MarkersExtractor:
         self, chunk: Chunk, context: ChunkContext, may_retry: RetryCheck = retry_allowed
     ) -> Extraction:
         del context, may_retry  # markers say everything themselves, and cost nothing
+        from memoryd.extractors.contract import RecordMemories  # noqa: PLC0415 - see the top
+        from memoryd.extractors.markers import extract_markers  # noqa: PLC0415
+
         found = extract_markers(chunk.turns, chunk.zone, chunk.routine)
         try:
             answer = RecordMemories.model_validate(found.tool_input)

@@ -40,7 +40,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from zoneinfo import ZoneInfo
 
 from memoryd.budget import PROMPT_TOKENS_ALLOWANCE, Budget
@@ -48,17 +48,10 @@ from memoryd.errors import ConcurrentEditError
 from memoryd.extractors import ahead as sending
 from memoryd.extractors import sharing
 from memoryd.extractors.ahead import Ahead, Flight
-from memoryd.extractors.apply import ApplyCounters, StoreSession, apply_answer
 from memoryd.extractors.chunking import Chunk
 from memoryd.extractors.consumed import ahead_to_commit, cursors_to_commit, record_progress
-from memoryd.extractors.context import build_context
-from memoryd.extractors.contract import RecordMemories
-from memoryd.extractors.extract import (
-    ChunkContext,
-    Extractor,
-    InvalidAnswerError,
-    RetryRefusedError,
-)
+from memoryd.extractors.counters import ApplyCounters
+from memoryd.extractors.extract import InvalidAnswerError, RetryRefusedError
 from memoryd.extractors.intake import (
     Cleaner,
     Intake,
@@ -67,7 +60,6 @@ from memoryd.extractors.intake import (
     read_sources,
     requeued_chunks,
 )
-from memoryd.extractors.pending import PendingOverlay
 from memoryd.extractors.recovery import GENERATION_KEY, HEARTBEAT_INTENT_KEY, finalize_heartbeat
 from memoryd.extractors.report import HeartbeatReport, commit_message
 from memoryd.llm.base import (
@@ -80,14 +72,21 @@ from memoryd.llm.prices import PriceTable, Usage
 from memoryd.logs import get_logger
 from memoryd.state.facade import State
 from memoryd.state.meta import clear_unusable_llm, note_unusable_llm, streak_checked_since
-from memoryd.store.catalog import EntityCatalog
 from memoryd.store.git import GitStore
-from memoryd.store.hosts import record_path
-from memoryd.store.index import INDEX_PATH, write_index
-from memoryd.store.reads import apply_reads
-from memoryd.store.skills import INDEX_FILE, agent_folder
-from memoryd.store.transaction import FileTransaction
+from memoryd.store.hosts import record_generation, record_path
 from memoryd.store.unit import RUN_TRAILER, UnitOfWork
+
+if TYPE_CHECKING:
+    from memoryd.extractors.apply import StoreSession
+    from memoryd.extractors.contract import RecordMemories
+    from memoryd.extractors.extract import ChunkContext, Extractor
+    from memoryd.extractors.pending import PendingOverlay
+    from memoryd.store.catalog import EntityCatalog
+    from memoryd.store.transaction import FileTransaction
+
+# What only a heartbeat with something to file needs (applying answers, the entity catalogue,
+# the tool contract's models, the index) is imported where it is used: an idle heartbeat, a
+# subprocess every few minutes, must not pay for it (issue 15). Hence the PLC0415 imports below.
 
 log = get_logger(__name__)
 
@@ -97,7 +96,7 @@ SecretScanner = Callable[[str], list[str]]
 # Given the transaction, the catalogue, the items.json paths a heartbeat changed and the
 # processing date, stage those entities' refreshed summaries and return their refs (the jobs
 # layer passes `memoryd.rewrite.refresh.refresh_summaries` with the configured decay rule).
-SummaryRefresher = Callable[[FileTransaction, EntityCatalog, Sequence[str], date], list[str]]
+SummaryRefresher = Callable[["FileTransaction", "EntityCatalog", Sequence[str], date], list[str]]
 # Reads by agents not filed yet (`memoryd.reading.accesses`): (fact id, agent, day) each.
 ReadAccess = tuple[str, str, date]
 _MAX_REPLANS = 3
@@ -229,8 +228,10 @@ class Heartbeat:
         """Whether this host's record in the store is the one the state database mirrors (else
         even a heartbeat with nothing new commits it: a database adopted or rebuilt)."""
         text = UnitOfWork(self.git).read_text(record_path(self.settings.host))
+        generation = record_generation(text) if text is not None else None
         try:
-            generation = json.loads(text)["generation"] if text is not None else None
+            if generation is None and text is not None:  # not canonical: parse it
+                generation = json.loads(text)["generation"]
         except (ValueError, TypeError, KeyError):
             return False  # the full reader says what is wrong with it, on the commit path
         return generation == int(self.state.meta.get(GENERATION_KEY) or 0)
@@ -293,6 +294,11 @@ class Heartbeat:
     def _process(
         self, chunks: list[Chunk], read: Intake, progress: _Progress, *, replay: bool
     ) -> None:
+        from memoryd.extractors.apply import StoreSession  # noqa: PLC0415
+        from memoryd.extractors.pending import PendingOverlay  # noqa: PLC0415
+        from memoryd.store.index import INDEX_PATH, write_index  # noqa: PLC0415
+        from memoryd.store.reads import apply_reads  # noqa: PLC0415
+
         uow = UnitOfWork(self.git)
         session = StoreSession.open(
             uow,
@@ -342,6 +348,8 @@ class Heartbeat:
         *,
         replay: bool,
     ) -> None:
+        from memoryd.extractors.apply import apply_answer  # noqa: PLC0415 - see the imports
+
         stopped = False
         for index, chunk in enumerate(chunks):
             if replay and chunk.key not in progress.answers:
@@ -398,6 +406,9 @@ class Heartbeat:
         return self._proven
 
     def _context(self, chunk: Chunk, session: StoreSession) -> ChunkContext:
+        from memoryd.extractors.context import build_context  # noqa: PLC0415 - see the imports
+        from memoryd.store.skills import INDEX_FILE, agent_folder  # noqa: PLC0415
+
         return build_context(
             chunk,
             tx=session.tx,
@@ -418,6 +429,8 @@ class Heartbeat:
         stored = self.state.journal.answered(chunk.key)
         if stored is not None and stored.answer_json is not None:
             self.report.chunks_reused += 1
+            from memoryd.extractors.contract import RecordMemories  # noqa: PLC0415 - see above
+
             return RecordMemories.model_validate_json(stored.answer_json)
         context = self._context(chunk, session)
         flight = self.ahead.take(chunk.key)

@@ -17,7 +17,7 @@ from zoneinfo import ZoneInfo
 
 from memoryd.extractors.chunking import Chunk, chunk_from_json, cut_chunks
 from memoryd.logs import get_logger
-from memoryd.sources.cursor import CursorError, FileCursor
+from memoryd.sources.cursor import CursorError, StoredCursors
 from memoryd.sources.model import Conversation
 from memoryd.sources.reader import SourceReader
 from memoryd.state.facade import State
@@ -78,16 +78,18 @@ def read_sources(
     since = now - backfill if backfill else None
     for source in sources:
         stored = state.cursors.for_source(source.agent, source.key)
-        cursors = _decode_cursors(source, stored)
+        cursors = _stored_cursors(source, stored)
         first_sight = state.meta.get(f"source.seen:{source.key}") is None
         result = source.reader.read(cursors, since=since, first_sight=first_sight)
         intake.old[source.key] = dict(stored)
-        # A cursor that did not move keeps its stored text (no encoding of every file's cursor
-        # on a heartbeat where nothing is new).
-        intake.new[source.key] = {
-            path: stored[path] if cursors.get(path) == cursor else cursor.to_json()
+        # A cursor that did not move keeps its stored text (no decoding, nor encoding, of every
+        # file's cursor on a heartbeat where nothing is new).
+        new = {path: stored[path] for path in result.kept}
+        new.update(
+            (path, stored[path] if cursors.get(path) == cursor else cursor.to_json())
             for path, cursor in result.cursors.items()
-        }
+        )
+        intake.new[source.key] = new
         for conversation in result.conversations:
             cleaned = clean(_not_yet_filed(conversation, intake.ahead))
             if cleaned is None:
@@ -127,16 +129,15 @@ def _not_yet_filed(
     )
 
 
-def _decode_cursors(source: Source, stored: dict[str, str]) -> dict[str, FileCursor]:
-    """The stored cursors of a source; one that cannot be decoded (written by a newer memoryd,
-    or damaged) is logged and dropped, so that its file is read as new (`CursorError`)."""
-    cursors = {}
-    for path, text in stored.items():
-        try:
-            cursors[path] = FileCursor.from_json(text)
-        except CursorError as error:
-            log.warning("source.cursor_unreadable", source=source.key, path=path, error=str(error))
-    return cursors
+def _stored_cursors(source: Source, stored: dict[str, str]) -> StoredCursors:
+    """The stored cursors of a source, decoded when the reader needs them (`StoredCursors`);
+    one that cannot be decoded (written by a newer memoryd, or damaged) is logged and dropped,
+    so that its file is read as new (`CursorError`)."""
+
+    def unreadable(path: str, error: CursorError) -> None:
+        log.warning("source.cursor_unreadable", source=source.key, path=path, error=str(error))
+
+    return StoredCursors(stored, unreadable)
 
 
 def index_conversation(state: State, conversation: Conversation, zone: ZoneInfo) -> None:

@@ -14,15 +14,12 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable, Sequence
+from functools import cached_property
+from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
 from memoryd.extractors.chunking import Chunk
-from memoryd.extractors.contract import (
-    RECORD_MEMORIES_DESCRIPTION,
-    RECORD_MEMORIES_TOOL,
-    RecordMemories,
-)
 from memoryd.extractors.extract import (
     REFUSAL,
     ChunkContext,
@@ -34,14 +31,26 @@ from memoryd.extractors.extract import (
     retry_allowed,
     scrub_answer,
 )
-from memoryd.extractors.sections import attribution_errors, section_ids, split_answer
 from memoryd.llm.base import LLMClient, ToolRequest, ToolResult, ToolSpec
 from memoryd.llm.prices import Usage
-from memoryd.llm.schema import tool_input_schema
-from memoryd.prompts import Prompt, load_prompt
+
+if TYPE_CHECKING:
+    from memoryd.extractors.contract import RecordMemories
+    from memoryd.prompts import Prompt
+
+# The tool contract (pydantic models), the prompts and the section helpers are imported where a
+# chunk is extracted, not with this module: a heartbeat with nothing new builds its extractor
+# but never asks it, and must not pay for them (issue 15). Hence the imports marked PLC0415.
 
 
 def record_memories_tool() -> ToolSpec:
+    from memoryd.extractors.contract import (  # noqa: PLC0415 - see the top
+        RECORD_MEMORIES_DESCRIPTION,
+        RECORD_MEMORIES_TOOL,
+        RecordMemories,
+    )
+    from memoryd.llm.schema import tool_input_schema  # noqa: PLC0415
+
     return ToolSpec(
         name=RECORD_MEMORIES_TOOL,
         description=RECORD_MEMORIES_DESCRIPTION,
@@ -74,11 +83,27 @@ class LLMExtractor:
         self._max_tokens = max_tokens
         self._scrub = scrub
         self._token = token
-        self._system: Prompt = load_prompt("extract-system")
-        self._user: Prompt = load_prompt("extract-user")
-        self._sections: Prompt = load_prompt("extract-sections")
-        self._section: Prompt = load_prompt("extract-section")
-        self._tool = record_memories_tool()
+
+    # The prompts and the tool are loaded on first use (see the imports at the top).
+    @cached_property
+    def _system(self) -> Prompt:
+        return _load_prompt("extract-system")
+
+    @cached_property
+    def _user(self) -> Prompt:
+        return _load_prompt("extract-user")
+
+    @cached_property
+    def _sections(self) -> Prompt:
+        return _load_prompt("extract-sections")
+
+    @cached_property
+    def _section(self) -> Prompt:
+        return _load_prompt("extract-section")
+
+    @cached_property
+    def _tool(self) -> ToolSpec:
+        return record_memories_tool()
 
     @property
     def prompt_refs(self) -> tuple[str, ...]:
@@ -105,6 +130,8 @@ class LLMExtractor:
         self, chunks: Sequence[Chunk], contexts: Sequence[ChunkContext], correction: str = ""
     ) -> ToolRequest:
         """One request for several chunks of one agent and day, each in its own section."""
+        from memoryd.extractors.sections import section_ids  # noqa: PLC0415 - see the top
+
         ids = section_ids(len(chunks))
         transcripts = [chunk.render() for chunk in chunks]
         everything = "".join(transcripts) + "".join(c.known_entities for c in contexts)
@@ -162,6 +189,12 @@ class LLMExtractor:
         """Several chunks of one agent and day in one call: the whole (scrubbed) extraction
         and one answer per chunk, in order (`memoryd.extractors.sections`). An answer whose
         attribution is wrong counts as invalid (one corrective retry, as for any answer)."""
+        from memoryd.extractors.sections import (  # noqa: PLC0415 - see the top
+            attribution_errors,
+            section_ids,
+            split_answer,
+        )
+
         ids = section_ids(len(chunks))
         extraction = self._ask(
             lambda correction: self.build_sections_request(chunks, contexts, correction),
@@ -221,6 +254,11 @@ class LLMExtractor:
 
 
 def _validate(result: ToolResult) -> tuple[RecordMemories | None, str, str]:
+    from memoryd.extractors.contract import (  # noqa: PLC0415 - see the top
+        RECORD_MEMORIES_TOOL,
+        RecordMemories,
+    )
+
     if result.tool_input is None:
         return None, f"no {RECORD_MEMORIES_TOOL} call in the answer", ""
     raw = repr(result.tool_input)
@@ -232,3 +270,9 @@ def _validate(result: ToolResult) -> tuple[RecordMemories | None, str, str]:
             for item in error.errors()[:20]
         )
         return None, problems, raw
+
+
+def _load_prompt(name: str) -> Prompt:
+    from memoryd.prompts import load_prompt  # noqa: PLC0415 - see the top
+
+    return load_prompt(name)

@@ -21,7 +21,6 @@ from datetime import datetime
 from typing import Any
 
 from memoryd.extractors.intake import AHEAD_KEY
-from memoryd.extractors.pending import write_pending_changes
 from memoryd.logs import get_logger
 from memoryd.state.facade import State
 from memoryd.store.git import GitStore
@@ -40,6 +39,10 @@ def finalize_heartbeat(
 ) -> None:
     """After the git commit: advance cursors, mark chunks committed, change pending facts and
     drop the intent, in one database transaction."""
+    # Imported here: the pending-fact machinery (and the applying it builds on) is only needed
+    # once a heartbeat or a killed one's intent has something to finish (issue 15).
+    from memoryd.extractors.pending import write_pending_changes  # noqa: PLC0415
+
     with state.transaction():
         for source in intent["sources"]:
             state.cursors.replace_source(source["agent"], source["key"], source["cursors"])

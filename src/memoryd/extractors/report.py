@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from memoryd.errors import EXIT_CONFIG, EXIT_FAILED, EXIT_OK, EXIT_TEMPFAIL
-from memoryd.extractors.apply import ApplyCounters
+from memoryd.extractors.counters import ApplyCounters
 from memoryd.llm.base import UnusableLLMError
 from memoryd.llm.prices import Usage
 

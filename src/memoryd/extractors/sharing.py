@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING
 from memoryd.budget import PROMPT_TOKENS_ALLOWANCE
 from memoryd.extractors import ahead as sending
 from memoryd.extractors.chunking import Chunk
-from memoryd.extractors.contract import RecordMemories
 from memoryd.extractors.extract import (
     Extraction,
     InvalidAnswerError,
@@ -41,6 +40,7 @@ from memoryd.logs import get_logger
 
 if TYPE_CHECKING:
     from memoryd.extractors.apply import StoreSession
+    from memoryd.extractors.contract import RecordMemories
     from memoryd.extractors.heartbeat import Heartbeat, _Progress
 
 log = get_logger(__name__)

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import date
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memoryd.extractors.extract import Extractor, MarkersExtractor, WatchedExtractor
 from memoryd.extractors.heartbeat import Heartbeat, HeartbeatOptions, HeartbeatReport
@@ -27,18 +28,20 @@ from memoryd.jobs.parts import (
     make_scrubber,
     prepare_store,
 )
-from memoryd.jobs.reading import refresh_search_after_commit
 from memoryd.jobs.reconcile import reconcile_state
 from memoryd.jobs.sources import build_sources
 from memoryd.reading.accesses import claim_reads, release_reads
-from memoryd.rewrite.refresh import refresh_summaries
-from memoryd.rewrite.tiers import TierRule
 from memoryd.settings import Settings, state_directory
 from memoryd.state.facade import State
-from memoryd.store.catalog import EntityCatalog
 from memoryd.store.catalog_cache import CACHE_FILE as CATALOG_CACHE_FILE
 from memoryd.store.items import host_id_code
-from memoryd.store.transaction import FileTransaction
+
+if TYPE_CHECKING:
+    from memoryd.store.catalog import EntityCatalog
+    from memoryd.store.transaction import FileTransaction
+
+# Summaries and the search index are refreshed only after a heartbeat that filed something: their
+# modules are imported there, so that an idle heartbeat does not pay for them (issue 15).
 
 
 def heartbeat_options(
@@ -81,11 +84,14 @@ def build_heartbeat(
     git = git_store(settings, env.clock)
     # The heartbeat's foreign-edits step removes leftover temporary files from `git status`.
     prepare_store(git, dry_run=dry_run, sweep=False)
-    rule = TierRule.from_settings(settings.decay)
 
     def refresh(
         tx: FileTransaction, catalog: EntityCatalog, items_paths: Sequence[str], today: date
     ) -> list[str]:
+        from memoryd.rewrite.refresh import refresh_summaries  # noqa: PLC0415 - see the top
+        from memoryd.rewrite.tiers import TierRule  # noqa: PLC0415
+
+        rule = TierRule.from_settings(settings.decay)
         return refresh_summaries(tx, catalog, items_paths, today=today, rule=rule)
 
     return Heartbeat(
@@ -158,6 +164,8 @@ def run_heartbeat(
         now=env.clock(),
     )
     if report.commit or report.foreign_commit:
+        from memoryd.jobs.reading import refresh_search_after_commit  # noqa: PLC0415 - see the top
+
         refresh_search_after_commit(settings, env)
     return report
 

@@ -29,7 +29,6 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from memoryd.jobs.after_merge import refresh_after_move
 from memoryd.jobs.index_state import BACKOFF_FILE, read_json
 from memoryd.jobs.lock import after_unlock
 from memoryd.logs import get_logger
@@ -62,6 +61,8 @@ def pull_after_recovery(settings: Settings, git: GitStore) -> None:
     if settings.git.push:
         before = git.head()
         if sync.pull(git, settings.git.remote, carry_edits=True).outcome == "merged":
+            from memoryd.jobs.after_merge import refresh_after_move  # noqa: PLC0415
+
             refresh_after_move(settings, git, before)
 
 
@@ -78,6 +79,10 @@ def after_commit(
     once the writer's lock is released. Return the sync problem to report, if any."""
     problem = None
     if settings.git.push:
+        # Imported here, as in `pull_after_recovery`: only a shared store (`git.push`) needs it,
+        # and it brings the summaries' machinery that an idle heartbeat must not pay for.
+        from memoryd.jobs.after_merge import refresh_after_move  # noqa: PLC0415
+
         before = git.head()
         result = sync.push_with_retries(git, settings.git.remote)
         if git.head() != before and refresh_after_move(settings, git, before) is not None:

@@ -32,7 +32,7 @@ from memoryd.jobs.recovery import finish_interrupted_jobs
 from memoryd.logs import get_logger
 from memoryd.state.facade import State
 from memoryd.store.git import GitStore
-from memoryd.store.hosts import HostRecord, read_host_record
+from memoryd.store.hosts import HostRecord, read_host_generation, read_host_record
 from memoryd.store.layout import store_identity
 from memoryd.store.unit import UnitOfWork
 
@@ -49,8 +49,9 @@ def reconcile_state(state: State, git: GitStore, host: str, at: datetime) -> str
     finish_interrupted_jobs(state, git, at)
     if outcome == "adopted":
         return outcome
-    record = read_host_record(UnitOfWork(git), host)
-    stored = record.generation if record is not None else 0
+    # The generation alone first (cheap on a canonical record); the whole record only to
+    # rebuild from it.
+    stored = read_host_generation(UnitOfWork(git), host) or 0
     cached = int(state.meta.get(GENERATION_KEY) or 0)
     if outcome == "foreign":
         reason = "foreign"
@@ -60,6 +61,7 @@ def reconcile_state(state: State, git: GitStore, host: str, at: datetime) -> str
         reason = "missing"  # a new, empty database over a store that has a record
     else:
         reason = "behind" if cached < stored else "ahead"
+    record = read_host_record(UnitOfWork(git), host)
     rebuild_from_record(state, git, record, host, reason=reason, cached=cached)
     return f"rebuilt:{reason}"
 

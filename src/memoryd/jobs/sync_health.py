@@ -22,8 +22,8 @@ def sync_report(settings: Settings) -> dict[str, Any] | None:
     """The `sync` block of the status report; None when the store is not shared (`git.push`)."""
     if not settings.git.push:
         return None
-    # Imported here: GitPython is only needed when the store is shared, and `status` must start
-    # fast otherwise (tests/unit/test_architecture.py).
+    # Imported here: git is only run when the store is shared, and `status` must start fast
+    # otherwise (tests/unit/test_architecture.py).
     from memoryd.store import sync  # noqa: PLC0415
     from memoryd.store.git import GitIdentity, GitStore  # noqa: PLC0415
 
@@ -50,7 +50,7 @@ def sync_report(settings: Settings) -> dict[str, Any] | None:
 
 def repository_problem(store: Path) -> str | None:
     """What stops memoryd from writing to the store's repository, read from the git directory's
-    files alone (no git process, no GitPython: `status` stays fast): a detached HEAD, or a
+    files alone (no git process: `status` stays fast): a detached HEAD, or a
     rebase, merge, cherry-pick or revert in progress. None when there is nothing to say."""
     git_dir = _git_dir(store)
     if git_dir is None:

@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
+import os
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping, Set
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -190,3 +192,101 @@ def _parse_time(value: object) -> datetime | None:
     if moment.tzinfo is None:
         raise CursorError("cursor time has no time zone")
     return moment.astimezone(UTC)
+
+
+# The canonical text `to_json` writes (keys sorted, no spaces) starts with the fields a file's
+# identity and last scan are compared on; the size comes after the seen digests (which can be
+# long), right after `seen_batches`, whose items hold no `]`. No JSON string holds `"` before
+# `:` unescaped, so neither `"seen_batches":[` nor `],"size":` occurs inside the path.
+_TIME = r'(?:null|"[^"\\]*")'
+_CANONICAL_HEAD = re.compile(
+    r'\{"at_eof":(?P<at_eof>true|false),"horizon":' + _TIME + r","
+    r'"identity":\{"device":(?P<device>[0-9]+),"head_length":[0-9]+,'
+    r'"head_sha256":"[0-9a-f]*","inode":(?P<inode>[0-9]+)\},'
+    r'"in_long_line":(?:true|false),"last_timestamp":' + _TIME + r',"line":[0-9]+,'
+    r'"mtime_ns":(?P<mtime_ns>-?[0-9]+),"not_before":' + _TIME + r',"path":"'
+)
+_SIZE = re.compile(r'\],"size":([0-9]+),"state":\{')
+
+
+def _canonical_scan(text: str) -> tuple[bool, int, int, int, int] | None:
+    """(at_eof, device, inode, size, mtime_ns) of a cursor text in canonical form, read without
+    decoding it; None for a text in another form (it is then decoded)."""
+    head = _CANONICAL_HEAD.match(text)
+    if head is None or not text.endswith('},"version":1}'):
+        return None
+    batches = text.find('"seen_batches":[', head.end())
+    size = _SIZE.match(text, text.find('],"size":', batches)) if batches > 0 else None
+    if size is None:
+        return None
+    return (
+        head["at_eof"] == "true",
+        int(head["device"]),
+        int(head["inode"]),
+        int(size[1]),
+        int(head["mtime_ns"]),
+    )
+
+
+class StoredCursors(Mapping[str, FileCursor]):
+    """A source's stored cursors (path -> the JSON text `to_json` wrote), decoded when used.
+
+    As a mapping it is the cursors that decode, each decoded once; one that does not (written
+    by a newer memoryd, or damaged) is absent, and `on_unreadable` is told once (its file is
+    then read as new). `unchanged` answers `memoryd.sources._files.unchanged` from the text
+    alone (`_canonical_scan`), for the reader's files that are exactly as their cursor's last
+    scan left them: on a read with nothing new, no cursor is decoded (issue 15: a heartbeat
+    every few minutes over thousands of files, each cursor holding up to SEEN_LIMIT digests).
+    A text is looked at so only in its canonical form (its start, its end and the compared
+    fields); the rest of it (seen digests, times, per-format state) is checked when it is
+    decoded, that is when its file changed.
+    """
+
+    def __init__(
+        self,
+        texts: Mapping[str, str],
+        on_unreadable: Callable[[str, CursorError], None] = lambda _path, _error: None,
+    ) -> None:
+        self.texts = dict(texts)
+        self._on_unreadable = on_unreadable
+        self._decoded: dict[str, FileCursor | None] = {}
+
+    def unchanged(self, path: str, status: os.stat_result) -> bool:
+        text = self.texts.get(path)
+        scan = _canonical_scan(text) if text is not None else None
+        return scan is not None and scan == (
+            True,
+            status.st_dev,
+            status.st_ino,
+            status.st_size,
+            status.st_mtime_ns,
+        )
+
+    def decoded(self, skip: Set[str] = frozenset()) -> dict[str, FileCursor]:
+        """Every cursor that decodes, but those of `skip`, as a plain dict."""
+        result = {}
+        for path in self.texts:
+            if path not in skip and (cursor := self._decode(path)) is not None:
+                result[path] = cursor
+        return result
+
+    def _decode(self, path: str) -> FileCursor | None:
+        if path not in self._decoded:
+            try:
+                self._decoded[path] = FileCursor.from_json(self.texts[path])
+            except CursorError as error:
+                self._decoded[path] = None
+                self._on_unreadable(path, error)
+        return self._decoded[path]
+
+    def __getitem__(self, path: str) -> FileCursor:
+        cursor = self._decode(path) if path in self.texts else None
+        if cursor is None:
+            raise KeyError(path)
+        return cursor
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.decoded())
+
+    def __len__(self) -> int:
+        return len(self.decoded())

@@ -38,7 +38,7 @@ from memoryd.sources._files import (
     unchanged,
 )
 from memoryd.sources._rotation import rotated_away
-from memoryd.sources.cursor import FileCursor, FileIdentity
+from memoryd.sources.cursor import FileCursor, FileIdentity, StoredCursors
 from memoryd.sources.discovery import Survey, survey
 from memoryd.sources.formats import DocumentFormat, LineFormat, MalformedDocumentError
 from memoryd.sources.registry import get_format
@@ -107,6 +107,10 @@ class SourceReader:
         `first_sight` says the source has never been read: content older than `since` (the
         backfill cutoff, aware UTC; None for everything) is then skipped. At most about
         `max_bytes` are consumed; `more` says whether another read would find more.
+
+        With `StoredCursors`, the files found exactly as their stored cursor's last scan left
+        them are listed in `kept` instead of `cursors`: their cursors stand as stored, and are
+        not decoded (a read with nothing new decodes none).
         """
         not_before = since if first_sight else None
         stats = ReadStats()
@@ -122,11 +126,25 @@ class SourceReader:
             except OSError as error:
                 self._skip(result, key, f"cannot stat: {error.strerror or error}")
                 self._keep(result, cursors.get(key))
+        kept: set[str] = set()
+        if isinstance(cursors, StoredCursors):
+            # What the loop below would carry over unchanged, known from the stored texts: these
+            # files take part in nothing else (no rescue, no move, no adoption).
+            kept = {
+                key
+                for key, status in statuses.items()
+                if key not in result.cursors and cursors.unchanged(key, status)
+            }
+            cursors = cursors.decoded(skip=kept)
         unread = {key: c for key, c in cursors.items() if key not in result.cursors}
         budget = self._rescue(result, statuses, unread, max_bytes)
-        matched = self._match(statuses, unread, stats)
+        moving = {key: s for key, s in statuses.items() if key not in kept} if kept else statuses
+        matched = self._match(moving, unread, stats)
         for key, status in statuses.items():
             stats.files_seen += 1
+            if key in kept:
+                result.kept.append(key)
+                continue
             cursor = matched.get(key)
             if cursor is not None and unchanged(cursor, status):
                 result.cursors[key] = cursor

@@ -56,6 +56,8 @@ class ReadResult:
     stats: ReadStats = field(default_factory=ReadStats)
     more: bool = False  # the byte budget ran out before everything new was read
     unreadable: str | None = None  # why the source path itself could not be read, if so
+    # Files whose stored cursor stands as it is (read with `StoredCursors`: see `read`).
+    kept: list[str] = field(default_factory=list)
 
 
 @dataclass

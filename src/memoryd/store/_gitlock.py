@@ -96,7 +96,8 @@ def _is_git_inside(process: Path, repository_dirs: tuple[Path, ...]) -> bool:
         cwd = Path(os.readlink(process / "cwd"))
     except OSError:
         return False
-    # The `cat-file --batch` helpers GitPython keeps alive only read objects; they never lock.
+    # `cat-file --batch` helpers (which tools such as GitPython keep alive) only read objects;
+    # they never lock.
     if b"cat-file" in arguments:
         return False
     return any(cwd == directory or directory in cwd.parents for directory in repository_dirs)

@@ -1,12 +1,14 @@
-"""Plain helpers of the git adapter that need no GitPython: identity, status, path checks, and
-the reading of `git check-ignore --verbose` output.
+"""Plain helpers of the git adapter that run no git: identity, status, path checks, finding the
+repository a folder is in, and the reading of `git check-ignore --verbose` output.
 
-They live apart from `memoryd.store.git` (still the only module importing GitPython) to keep
-that module about the adapter itself.
+They live apart from `memoryd.store.git` (still the only module running git) to keep that module
+about the adapter itself.
 """
 
 from __future__ import annotations
 
+import os
+import re
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -107,3 +109,125 @@ def nul_file(entries: list[str]) -> Iterator[BinaryIO]:
         handle.flush()
         handle.seek(0)
         yield handle
+
+
+def find_repository(start: Path) -> tuple[Path | None, Path] | None:
+    """The repository `start` is in: (its work tree, None for a bare repository; its git
+    directory), or None when `start` does not exist or is in no repository.
+
+    Found without running git, the way GitPython's `Repo(start, search_parent_directories=True)`
+    found it (memoryd used that before; issue 15): from `start` upwards, the first folder with
+    a `.git` directory or a `.git` file (`gitdir: <path>`, as a linked work tree or a submodule
+    has) is the work tree; a folder that is itself a git directory is a bare repository unless
+    its configuration says `core.bare = false` (then its parent is the work tree, or
+    `core.worktree`). A `.git` that is neither stops the search, as it stops GitPython's.
+    """
+    if not os.path.exists(start):
+        return None
+    current = os.path.abspath(start)
+    while True:
+        dotgit = os.path.join(current, ".git")
+        git_dir = dotgit if _is_git_dir(dotgit) else _linked_git_dir(dotgit)
+        if git_dir is not None:
+            return Path(current), Path(git_dir)
+        if os.path.lexists(dotgit) and not os.path.isdir(dotgit):
+            return None
+        if _is_git_dir(current):
+            return _own_work_tree(current), Path(current)
+        parent = os.path.dirname(current)
+        if parent == current:
+            return None
+        current = parent
+
+
+def _is_git_dir(folder: str) -> bool:
+    """Whether `folder` is a git directory: a HEAD naming a ref or a commit, and `objects` and
+    `refs` in it (or in the common directory a linked work tree's `commondir` names)."""
+    if not os.path.isdir(folder):
+        return False
+    head = os.path.join(folder, "HEAD")
+    if os.path.islink(head):
+        try:
+            valid_head = os.readlink(head).startswith("refs/")
+        except OSError:
+            valid_head = False
+    else:
+        try:
+            with open(head, "rb") as handle:
+                text = handle.read(256)
+        except OSError:
+            valid_head = False
+        else:
+            valid_head = (
+                text.startswith(b"ref:") and text[4:].lstrip().startswith(b"refs/")
+            ) or bool(re.match(rb"(?:[0-9A-Fa-f]{64}|[0-9A-Fa-f]{40})", text))
+    if not valid_head:
+        return False
+    common = folder
+    try:
+        named = os.fsdecode(Path(folder, "commondir").read_bytes()).rstrip("\r\n")
+    except FileNotFoundError:
+        if os.path.lexists(os.path.join(folder, "commondir")):
+            return False
+    except (OSError, UnicodeError):
+        return False
+    else:
+        if not named:
+            return False
+        common = os.path.realpath(os.path.join(folder, named))
+    return os.path.isdir(os.path.join(common, "objects")) and os.path.isdir(
+        os.path.join(common, "refs")
+    )
+
+
+def _linked_git_dir(dotgit: str) -> str | None:
+    """The git directory a `.git` file points at (`gitdir: <path>`), if it is one."""
+    try:
+        if not os.path.isfile(dotgit) or os.path.getsize(dotgit) > (1 << 20):
+            return None
+        text = os.fsdecode(Path(dotgit).read_bytes()).rstrip("\r\n")
+    except (OSError, UnicodeError):
+        return None
+    if len(text) < 9 or not text.startswith("gitdir: "):
+        return None
+    target = os.path.normpath(os.path.join(os.path.dirname(dotgit), text[8:]))
+    return target if _is_git_dir(target) else None
+
+
+def _own_work_tree(git_dir: str) -> Path | None:
+    """The work tree of a git directory reached directly (not through a `.git`): a linked work
+    tree's own folder, else None when the configuration says `core.bare`, else `core.worktree`
+    or the git directory's parent."""
+    gitdir_file = os.path.join(git_dir, "gitdir")
+    if os.path.isfile(gitdir_file) and os.path.isfile(os.path.join(git_dir, "commondir")):
+        with open(gitdir_file, encoding="utf-8", errors="surrogateescape") as handle:
+            pointer = handle.read().strip()
+        if not os.path.isabs(pointer):
+            pointer = os.path.normpath(os.path.join(git_dir, pointer))
+        return Path(os.path.dirname(pointer))
+    core = _core_config(os.path.join(git_dir, "config"))
+    if core.get("bare", "false").lower() in ("true", "yes", "on", "1"):
+        return None
+    worktree = core.get("worktree")
+    if worktree:
+        return Path(os.path.normpath(os.path.join(git_dir, worktree)))
+    return Path(os.path.dirname(git_dir))
+
+
+def _core_config(path: str) -> dict[str, str]:
+    """The `[core]` settings of a git configuration file (simple `key = value` lines)."""
+    core: dict[str, str] = {}
+    try:
+        with open(path, encoding="utf-8", errors="surrogateescape") as handle:
+            lines = handle.read().splitlines()
+    except OSError:
+        return core
+    section = ""
+    for line in lines:
+        text = line.strip()
+        if text.startswith("["):
+            section = text[1:].split("]", 1)[0].strip().lower()
+        elif section == "core" and "=" in text and not text.startswith(("#", ";")):
+            key, value = text.split("=", 1)
+            core[key.strip().lower()] = value.split("#", 1)[0].split(";", 1)[0].strip().strip('"')
+    return core

@@ -1,4 +1,4 @@
-"""The git adapter: the only module that imports GitPython.
+"""The git adapter: the only module that runs git.
 
 The store is a git work tree, or a folder inside a larger repository. Everything here is scoped
 to the store folder: memoryd stages and commits only paths inside it, and a commit never carries
@@ -6,9 +6,10 @@ changes staged elsewhere in the repository (`git commit --only` builds the commi
 the named paths, leaving the rest of the index as it was).
 
 Invariants:
-- a repository is opened per operation (`with Repo(...)`) and closed, because GitPython leaks
-  `git cat-file` processes and mapped pack files otherwise; only the git command line is used,
-  never GitPython's object database, so no long-lived helper process is ever started;
+- git is run as a command, one process per command (`_execute`), never as a long-lived helper;
+  the repository is found afresh for each operation (`memoryd.store._gitsupport.find_repository`,
+  without running git), and each command runs in the work tree with the process's environment,
+  English messages (`LC_ALL=C`, which the error mapping reads) and the variables below;
 - author and committer are always the configured identity, and commit dates come from the
   injected clock (or git's own when none is given): every `GIT_AUTHOR_*` / `GIT_COMMITTER_*`
   variable is set explicitly, so nothing inherited from the process environment overrides them;
@@ -28,18 +29,18 @@ A stale `index.lock` left by a crashed git is handled before every index write; 
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
+import subprocess
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import BinaryIO
 
 import structlog
-from git import Repo
-from git.cmd import Git
-from git.exc import GitCommandError, InvalidGitRepositoryError, NoSuchPathError
 
 from memoryd.errors import GitBusyError, GitError, GitStateError, IgnoredStoreError
 from memoryd.store._gitlock import LockPolicy, clear_index_lock
@@ -48,6 +49,7 @@ from memoryd.store._gitsupport import (
     IgnoreRule,
     StoreStatus,
     checked_relative,
+    find_repository,
     nul_file,
     parse_ignore_rule,
     remove_empty_parents,
@@ -105,12 +107,10 @@ def find_work_tree(path: Path) -> Path | None:
     existing = path.resolve()
     while not existing.is_dir() and existing != existing.parent:
         existing = existing.parent
-    try:
-        with Repo(existing, search_parent_directories=True) as repo:
-            root = repo.working_tree_dir
-    except (InvalidGitRepositoryError, NoSuchPathError):
-        return None
-    return Path(root).resolve() if root is not None else None
+    found = find_repository(existing)
+    if found is None or found[0] is None:
+        return None  # in no repository, or in a bare one
+    return found[0].resolve()
 
 
 class GitStore:
@@ -170,14 +170,14 @@ class GitStore:
         self.store_root.mkdir(parents=True, exist_ok=True)
         git_dir = self.store_root / ".git"
         env = self._environment(git_dir, self.store_root)
-        try:
-            Git(str(self.store_root)).execute(
-                ["git", "init", "--quiet", f"--initial-branch={initial_branch}"],
-                env=env,
-                kill_after_timeout=self._command_timeout,
-            )
-        except GitCommandError as error:
-            raise GitError(f"git init in {self.store_root} failed: {_stderr(error)}") from error
+        status, _out, stderr = _execute(
+            ["init", "--quiet", f"--initial-branch={initial_branch}"],
+            cwd=self.store_root,
+            env=env,
+            timeout=self._command_timeout,
+        )
+        if status != 0:
+            raise GitError(f"git init in {self.store_root} failed: {_detail(stderr, status)}")
         log.info("store.git_initialized", path=str(self.store_root), branch=initial_branch)
         return True
 
@@ -219,12 +219,7 @@ class GitStore:
         with self._open() as session:
             if session.head() is None:
                 return False
-            status, _out, _err = session.repo.git.execute(
-                ["git", "merge-base", "--is-ancestor", commit, "HEAD"],
-                with_extended_output=True,
-                with_exceptions=False,
-                kill_after_timeout=self._command_timeout,
-            )
+            status, _out, _err = session.execute(["merge-base", "--is-ancestor", commit, "HEAD"])
             return status == 0
 
     def status(self) -> StoreStatus:
@@ -426,23 +421,13 @@ class GitStore:
                 handle.write(stdin)
                 handle.flush()
                 handle.seek(0)
-            status, output, stderr = session.repo.git.execute(
-                ["git", *args],
-                env=env or {},
-                istream=handle,
-                with_extended_output=True,
-                with_exceptions=False,
-                kill_after_timeout=self._command_timeout,
-                strip_newline_in_stdout=False,
-                stdout_as_string=False,
-            )
+            status, output, stderr = session.execute(args, env=env, stdin=handle)
         if status != 0 and check:
-            text = stderr if isinstance(stderr, str) else bytes(stderr).decode("utf-8", "replace")
-            detail = "; ".join(text.strip().splitlines()[:3]) or f"exit {status}"
+            detail = _detail(stderr, status)
             if "index.lock" in detail and "exists" in detail:
                 raise GitBusyError(f"git {args[0]} failed: {detail}")
             raise GitError(f"git {args[0]} failed: {detail}")
-        return int(status), output if isinstance(output, bytes) else str(output).encode()
+        return status, output
 
     def push(self, remote: str, branch: str) -> None:
         """Push HEAD to `branch` on `remote`, never forced. Raise GitError when the remote
@@ -455,17 +440,13 @@ class GitStore:
     @contextmanager
     def _open(self, start: Path | None = None) -> Iterator[_Session]:
         # `start`: where to look for the repository when the store folder may not exist yet.
-        try:
-            repo = Repo(start or self.store_root, search_parent_directories=True)
-        except (InvalidGitRepositoryError, NoSuchPathError) as error:
-            raise GitError(f"{self.store_root} is not inside a git work tree") from error
-        with repo:
-            if repo.working_tree_dir is None:
-                raise GitError(f"{self.store_root} is inside a bare repository")
-            work_tree = Path(repo.working_tree_dir).resolve()
-            git_dir = Path(repo.git_dir).resolve()
-            repo.git.update_environment(**self._environment(git_dir, work_tree))
-            yield _Session(self, repo, work_tree, git_dir)
+        found = find_repository(start or self.store_root)
+        if found is None:
+            raise GitError(f"{self.store_root} is not inside a git work tree")
+        work_tree, git_dir = found
+        if work_tree is None:
+            raise GitError(f"{self.store_root} is inside a bare repository")
+        yield _Session(self, work_tree.resolve(), git_dir.resolve())
 
     def _environment(self, git_dir: Path, work_tree: Path) -> dict[str, str]:
         # Without a clock git stamps the time itself; an empty value still masks inherited ones.
@@ -491,37 +472,46 @@ class GitStore:
 
 
 class _Session:
-    """One open repository, for the length of one GitStore operation."""
+    """One repository found, for the length of one GitStore operation."""
 
-    def __init__(self, owner: GitStore, repo: Repo, work_tree: Path, git_dir: Path) -> None:
+    def __init__(self, owner: GitStore, work_tree: Path, git_dir: Path) -> None:
         self.owner = owner
-        self.repo = repo
         self.work_tree = work_tree
         self.git_dir = git_dir
+        # Computed once per operation, as the commit dates are (one clock reading).
+        self.environment = owner._environment(git_dir, work_tree)
         try:
             prefix = owner.store_root.relative_to(work_tree).as_posix()
         except ValueError as error:
             raise GitError(f"{owner.store_root} is not inside {work_tree}") from error
         self.prefix = "" if prefix == "." else prefix
 
+    def execute(
+        self,
+        args: Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        stdin: BinaryIO | None = None,
+    ) -> tuple[int, bytes, str]:
+        """Run `git <args>` in the work tree: (exit status, raw output, error text)."""
+        return _execute(
+            args,
+            cwd=self.work_tree,
+            env={**self.environment, **(env or {})},
+            stdin=stdin,
+            timeout=self.owner._command_timeout,
+        )
+
     def run(self, *args: str, optional_locks: bool = True, stdin: BinaryIO | None = None) -> str:
-        command = ["git", *args]
         extra = {} if optional_locks else {"GIT_OPTIONAL_LOCKS": "0"}
-        try:
-            output = self.repo.git.execute(
-                command,
-                env=extra,
-                istream=stdin,
-                kill_after_timeout=self.owner._command_timeout,
-                strip_newline_in_stdout=False,
-            )
-        except GitCommandError as error:
-            detail = _stderr(error)
+        status, output, stderr = self.execute(args, env=extra, stdin=stdin)
+        if status != 0:
+            detail = _detail(stderr, status)
             if "index.lock" in detail and "exists" in detail:
                 # Another git took the lock between our check and this command: transient.
-                raise GitBusyError(f"git {args[0]} failed: {detail}") from error
-            raise GitError(f"git {args[0]} failed: {detail}") from error
-        return str(output)
+                raise GitBusyError(f"git {args[0]} failed: {detail}")
+            raise GitError(f"git {args[0]} failed: {detail}")
+        return output.decode("utf-8", "surrogateescape")
 
     def run_with_pathspecs(
         self, arguments: list[str], pathspecs: list[str], *, optional_locks: bool = True
@@ -581,18 +571,15 @@ class _Session:
         # check-ignore refuses literal pathspecs; it never expands wildcards in the path it is
         # given, and `:(top)` keeps a leading `:` in a folder name from being read as magic.
         with nul_file([f":(top){self.prefix}/"]) as handle:
-            status, output, stderr = self.repo.git.execute(
-                ["git", "check-ignore", "--verbose", "--no-index", "--stdin", "-z"],
+            status, output, stderr = self.execute(
+                ["check-ignore", "--verbose", "--no-index", "--stdin", "-z"],
                 env={"GIT_LITERAL_PATHSPECS": "0"},
-                istream=handle,
-                with_extended_output=True,
-                with_exceptions=False,
-                kill_after_timeout=self.owner._command_timeout,
-                strip_newline_in_stdout=False,
+                stdin=handle,
             )
         if status not in (0, 1):  # 1 is "not ignored"
             raise GitError(f"git check-ignore failed: {stderr.strip() or f'exit {status}'}")
-        return parse_ignore_rule(str(output), self.work_tree) if status == 0 else None
+        text = output.decode("utf-8", "surrogateescape")
+        return parse_ignore_rule(text, self.work_tree) if status == 0 else None
 
     def check_not_ignored(self) -> None:
         rule = self.ignore_rule()
@@ -625,12 +612,7 @@ class _Session:
                 f"writes nothing until it is finished or aborted (git {operation} --continue "
                 f"or --abort)"
             )
-        status, _out, _err = self.repo.git.execute(
-            ["git", "symbolic-ref", "--quiet", "HEAD"],
-            with_extended_output=True,
-            with_exceptions=False,
-            kill_after_timeout=self.owner._command_timeout,
-        )
+        status, _out, _err = self.execute(["symbolic-ref", "--quiet", "HEAD"])
         if status != 0:
             raise GitStateError(
                 f"HEAD is detached in {self.work_tree}: memoryd commits only on a branch (commits "
@@ -652,8 +634,86 @@ _OPERATION_HEADS = (
 )
 
 
-def _stderr(error: GitCommandError) -> str:
-    stderr = error.stderr if isinstance(error.stderr, str) else repr(error.stderr)
-    text = stderr.strip().removeprefix("stderr:").strip().strip("'").strip()
+def _execute(
+    args: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    stdin: BinaryIO | None = None,
+    timeout: float | None,
+) -> tuple[int, bytes, str]:
+    """Run `git <args>`: (exit status, raw standard output, standard error as text).
+
+    Git runs with this process's environment (its `HOME` and the user's git configuration, an
+    SSH agent for a remote) with `env` over it, and English messages (`LANGUAGE`, `LC_ALL`),
+    which the callers' error mapping reads ("index.lock ... exists"). A command still running
+    after `timeout` seconds is killed with whatever it started (an `ssh` to a remote), and
+    reported with status -9 and a "Timeout" message, as GitPython's `kill_after_timeout` did;
+    so is git interrupted by an exception here (a signal handler's). Git stays in memoryd's
+    process group: an `ssh` it starts can still ask a person at the terminal for a passphrase.
+    Git that cannot be started raises GitError."""
+    environment = {**os.environ, "LANGUAGE": "C", "LC_ALL": "C", **env}
+    command = ["git", *args]
+    try:
+        process = subprocess.Popen(
+            command,
+            cwd=cwd if os.access(cwd, os.X_OK) else None,
+            env=environment,
+            stdin=stdin if stdin is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+    except OSError as error:
+        raise GitError(f"git {args[0]} could not be run: {error}") from error
+    with process:
+        try:
+            stdout, stderr = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill_tree(process)
+            shown = " ".join(command)
+            return -9, b"", f'Timeout: the command "{shown}" did not complete in {timeout:g} secs.'
+        except BaseException:
+            _kill_tree(process)
+            raise
+    return process.returncode, stdout, stderr.decode("utf-8", "replace")
+
+
+def _kill_tree(process: subprocess.Popen[bytes]) -> None:
+    """Kill git and the processes it started (found before git dies, while they are still its
+    descendants), and reap git."""
+    for pid in [process.pid, *_descendants(process.pid)]:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+    process.communicate()
+
+
+def _descendants(root: int, proc: Path = Path("/proc")) -> list[int]:
+    """The processes below `root`, from each process's parent in `/proc/<pid>/stat`."""
+    children: dict[int, list[int]] = {}
+    try:
+        entries = os.listdir(proc)
+    except OSError:
+        return []
+    for name in entries:
+        if not name.isdigit():
+            continue
+        try:
+            # The command name, in parentheses, may hold anything: the parent follows the last
+            # ')' and the state.
+            fields = (proc / name / "stat").read_text(encoding="utf-8", errors="replace")
+            parent = int(fields.rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(parent, []).append(int(name))
+    found: list[int] = []
+    waiting = [root]
+    while waiting:
+        for child in children.get(waiting.pop(), []):
+            found.append(child)
+            waiting.append(child)
+    return found
+
+
+def _detail(stderr: str, status: int) -> str:
     # git's usage dumps are long; the first lines say what went wrong.
-    return "; ".join(text.splitlines()[:3]) or str(error)
+    return "; ".join(stderr.strip().splitlines()[:3]) or f"exit {status}"

@@ -111,6 +111,40 @@ def read_host_record(tx: FileTransaction, host: str) -> HostRecord | None:
     return parse_host_record(text, path)
 
 
+def read_host_generation(tx: FileTransaction, host: str) -> int | None:
+    """The generation of the host's record, or None when the store has none, without parsing
+    the record when its text is canonical (`record_generation`): a job compares it with the
+    state database's before every run, and the record holds a cursor per transcript file. A
+    text in any other form is parsed whole, raising CorruptFileError as `read_host_record`."""
+    path = record_path(host)
+    text = tx.read_text(path)
+    if text is None:
+        return None
+    generation = record_generation(text)
+    return generation if generation is not None else parse_host_record(text, path).generation
+
+
+def record_generation(text: str) -> int | None:
+    """The generation a record in canonical form (`render_host_record`) states on its own line
+    at the top level, or None when the text is not in that form (then only a full parse can
+    tell). One such line, the format's line, and a whole document: a record cut short or with
+    the key twice is left to the full parse. Found by substring search (the line is near the
+    top; a top-level line is the only one indented by two spaces: strings hold no newline)."""
+    if not (text.startswith("{\n") and text.endswith("\n}\n")):
+        return None
+    if f'\n  "format": {RECORD_FORMAT},\n' not in text:
+        return None
+    start = text.find(_GENERATION_KEY)
+    if start < 0 or text.find(_GENERATION_KEY, start + 1) >= 0:
+        return None
+    found = _GENERATION_VALUE.match(text, start + len(_GENERATION_KEY))
+    return int(found[1]) if found is not None else None
+
+
+_GENERATION_KEY = '\n  "generation": '
+_GENERATION_VALUE = re.compile(r"(0|[1-9][0-9]*),\n")
+
+
 def write_host_record(tx: FileTransaction, record: HostRecord) -> None:
     tx.write_text(record_path(record.host), render_host_record(record))
 

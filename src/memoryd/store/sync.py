@@ -37,13 +37,13 @@ import os
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from pathlib import Path
+from types import ModuleType
 from typing import Literal
 
 from memoryd.errors import GitError, GitStateError, StoreError
 from memoryd.logs import get_logger
 from memoryd.store import gittree
 from memoryd.store.git import GitStore
-from memoryd.store.merge_tree import carry_local_edits, merge_commit, regenerate_index
 
 log = get_logger(__name__)
 
@@ -105,7 +105,9 @@ def _clear_own_rebase(git: GitStore) -> None:
     log.warning("git.rebase_cleared", branch=branch, kept=orig_head, detached=current)
     if gittree.is_ancestor(git, current, orig_head):
         return
-    merged = merge_commit(git, orig_head, current, "the commits made during the rebase")
+    merged = _merge_tree().merge_commit(
+        git, orig_head, current, "the commits made during the rebase"
+    )
     blocking = gittree.blocking_paths(git, orig_head, merged)
     if blocking:
         raise GitStateError(f"cannot bring back commits made during a rebase: {blocking[:5]}")
@@ -173,7 +175,7 @@ def _pull(git: GitStore, remote: str, *, carry_edits: bool) -> PullResult:
         return target
     new, outcome = target
     blocking = gittree.blocking_paths(git, head, new)
-    carried = carry_local_edits(git, head, new, blocking) if carry_edits else {}
+    carried = _merge_tree().carry_local_edits(git, head, new, blocking) if carry_edits else {}
     if len(carried) < len(blocking):
         stuck = [path for path in blocking if path not in carried]
         shown = ", ".join(stuck[:5]) + (" ..." if len(stuck) > 5 else "")
@@ -187,7 +189,7 @@ def _pull(git: GitStore, remote: str, *, carry_edits: bool) -> PullResult:
     kept = gittree.move_branch(git, branch, head, new)
     if outcome == "merged":
         try:
-            regenerate_index(git)
+            _merge_tree().regenerate_index(git)
         except StoreError as error:  # e.g. a broken entity.json: the next heartbeat says so
             log.warning("git.index_not_regenerated", error=str(error))
     detail = new if not kept else f"{new}; left as they are: {', '.join(kept[:5])}"
@@ -230,7 +232,7 @@ def _target(
             f"{name} shares no history with this store: it is another store; "
             "clone it instead of running `memoryd init` on each host",
         )
-    return merge_commit(git, head, fetched, name), "merged"
+    return _merge_tree().merge_commit(git, head, fetched, name), "merged"
 
 
 # -- push ----------------------------------------------------------------------------------
@@ -339,3 +341,12 @@ def _health_path(git: GitStore) -> Path:
 def _now(git: GitStore) -> str | None:
     now: datetime | None = git.now()
     return None if now is None else now.isoformat()
+
+
+def _merge_tree() -> ModuleType:
+    """`memoryd.store.merge_tree`, imported when a merge is needed: the merge machinery (every
+    file format of the store) is not needed by a job that only checks the repository (issue
+    15: an idle heartbeat)."""
+    from memoryd.store import merge_tree  # noqa: PLC0415
+
+    return merge_tree

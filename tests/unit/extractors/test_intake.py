@@ -246,9 +246,14 @@ def test_a_stored_cursor_that_cannot_be_decoded_reads_its_file_as_new(
     state.cursors.replace_source(source.agent, source.key, {str(path): '{"version": 99}'})
     state.meta.set(f"source.seen:{source.key}", NOW.isoformat())
 
-    intake = read(state, source)
+    with capture_logs() as events:
+        intake = read(state, source)
 
     assert texts(intake.chunks) == ["Plan the launch"]
+    unreadable = [e for e in events if e["event"] == "source.cursor_unreadable"]
+    assert [(e["path"], e["error"]) for e in unreadable] == [
+        (str(path), "unknown cursor version 99")
+    ]  # once, though the reader looks at the cursors more than once
 
 
 # --- cleaning and the mention index -----------------------------------------------------------
