@@ -31,3 +31,24 @@ def test_a_heartbeat_settles_past_days_and_leaves_today_packed_fast(tmp_path: Pa
         assert state.mentions.count_mentions(["Initech"]) == 4
         text = state.mentions.text_of("ops", "a", date(2026, 3, 1))
         assert text is not None and text.startswith("Day 0: Initech")
+
+
+def test_an_idle_heartbeat_leaves_the_packing_to_heartbeats_with_work(tmp_path: Path) -> None:
+    ws = Workspace(tmp_path)
+    ws.init()
+    settings = ws.settings("markers")
+    yesterday = (NOW - timedelta(hours=12)).isoformat()
+    ws.write_log("a.jsonl", [turn("user", "Initech asked about the plan", yesterday)])
+    ws.heartbeat(settings)  # yesterday's day may still grow: packed fast
+    ws.now = NOW + timedelta(days=3)
+    idle = ws.heartbeat(settings)
+    assert idle.outcome == "nothing-new"
+    with open_state(settings, ws.environment()) as state:
+        rows = state.db.query("SELECT settled FROM conversation_days")
+        assert [row["settled"] for row in rows] == [0]  # an idle heartbeat stays idle
+    ws.write_log("b.jsonl", [turn("user", "Globex too", (NOW + timedelta(days=3)).isoformat())])
+    busy = ws.heartbeat(settings)
+    assert busy.outcome == "ok"
+    with open_state(settings, ws.environment()) as state:
+        rows = state.db.query("SELECT day, settled FROM conversation_days ORDER BY day")
+        assert [row["settled"] for row in rows] == [1, 0]

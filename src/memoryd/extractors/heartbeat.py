@@ -205,9 +205,10 @@ class Heartbeat:
         # catalogue is not read), no commit, no model: an idle heartbeat costs a read of the
         # sources' metadata and two rows in the run history.
         # Reads queued by agents are work too: their access bumps are filed by a commit.
-        if chunks or self.reads or read.new != read.old or not self._record_in_step():
+        busy = bool(chunks or self.reads or read.new != read.old or not self._record_in_step())
+        if busy:
             self._process_replanning(chunks, read, progress)
-        self._prune()
+        self._prune(settle=busy)
         # Left for the next heartbeat by a share of this one, not by a problem or the day's
         # budget: the daemon goes on at once.
         self.report.more_waiting = self.report.more_waiting or (
@@ -677,13 +678,16 @@ class Heartbeat:
         if self.report.outcome == "nothing-new" and (progress.done or self.report.commit):
             self.report.outcome = "ok"
 
-    def _prune(self) -> None:
+    def _prune(self, *, settle: bool) -> None:
         # Committed chunks are only looked up again when their file is re-read from a held-back
         # cursor, within a few heartbeats; keeping them (plan and answer) for months would grow
         # the state database without bound. The space goes back to the file system.
         pruned = self.state.journal.prune_committed(self.clock() - JOURNAL_RETENTION)
-        # Past conversation-days' texts packed tighter, a share per heartbeat (state/mentions.py).
-        settled = self.state.mentions.settle(self.clock().date() - timedelta(days=1))
+        # Past conversation-days' texts packed tighter, a share per heartbeat that had work
+        # (state/mentions.py): an idle heartbeat stays idle, however much is left to pack.
+        settled = (
+            self.state.mentions.settle(self.clock().date() - timedelta(days=1)) if settle else 0
+        )
         if pruned or settled:
             self.state.db.reclaim_space()
         if pruned:
