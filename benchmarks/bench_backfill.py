@@ -37,7 +37,13 @@ from tests.fakes.fake_anthropic import FakeAnthropicServer
 from tests.integration.harness import Workspace, turn
 
 from benchmarks._report import write_section
-from benchmarks.bench_heartbeat import FILLER, TOOL_OUTPUT, folder_mb, marker_answer
+from benchmarks.bench_heartbeat import (
+    FILLER,
+    TOOL_OUTPUT,
+    folder_mb,
+    marker_answer,
+    write_config,
+)
 
 DATA = Path(tempfile.gettempdir()) / "memoryd-bench" / "backfill"
 ROOT = Path(__file__).resolve().parent.parent
@@ -80,40 +86,6 @@ def write_data(ws: Workspace, agents: int, days: int, per_day: int) -> int:
         ]
         total += ws.write_log(f"agent{agent}.jsonl", rows).stat().st_size
     return total
-
-
-def write_config(root: Path, base_url: str, concurrency: int) -> Path:
-    config = root / "memoryd.toml"
-    config.write_text(
-        "\n".join(
-            [
-                "[store]",
-                f'path = "{root / "store"}"',
-                "[state]",
-                f'path = "{root / "state"}"',
-                'host = "bench"',
-                "[llm]",
-                'provider = "anthropic"',
-                f'base_url = "{base_url}"',
-                "max_attempts = 3",
-                f"concurrency = {concurrency}",
-                "[budget]",
-                "daily_usd = 0",
-                "[backfill]",
-                'since = "all"',
-                "[schedule]",
-                "heartbeat_minutes = 30",
-                "[[agents]]",
-                'name = "ops"',
-                "[[agents.sources]]",
-                'format = "jsonl"',
-                f'path = "{root / "logs"}"',
-                "",
-            ]
-        ),
-        encoding="utf-8",
-    )
-    return config
 
 
 class Daemon:
@@ -181,7 +153,14 @@ def run(options: argparse.Namespace) -> dict[str, Any]:
     ws.init()
     transcript = write_data(ws, options.agents, options.days, options.per_day)
     with FakeAnthropicServer(handler=lambda r: marker_answer(r, options.latency)) as server:
-        daemon = Daemon(write_config(root, server.base_url, options.concurrency))
+        config = write_config(
+            root,
+            server.base_url,
+            provider="anthropic",
+            llm=[f"concurrency = {options.concurrency}"],
+            tables=["[schedule]", "heartbeat_minutes = 30"],
+        )
+        daemon = Daemon(config)
         finished = daemon.done.wait(timeout=options.timeout)
         code = daemon.stop()
         calls = len(server.message_requests)

@@ -35,7 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -174,7 +174,17 @@ def _entity_folders(ws: Workspace) -> list[str]:
 # -- 3 and 4: subprocess heartbeats -------------------------------------------------------------
 
 
-def write_config(root: Path, base_url: str, *, provider: str, store: Path | None = None) -> Path:
+def write_config(
+    root: Path,
+    base_url: str,
+    *,
+    provider: str,
+    store: Path | None = None,
+    llm: Sequence[str] = (),
+    tables: Sequence[str] = (),
+) -> Path:
+    """A configuration file for the workspace at `root`: `llm` adds lines to its `[llm]` table,
+    `tables` whole tables before the agents."""
     config = root / f"memoryd-{provider}.toml"
     config.write_text(
         "\n".join(
@@ -188,10 +198,12 @@ def write_config(root: Path, base_url: str, *, provider: str, store: Path | None
                 f'provider = "{provider}"',
                 f'base_url = "{base_url}"',
                 "max_attempts = 2",
+                *llm,
                 "[budget]",
                 "daily_usd = 0",
                 "[backfill]",
                 'since = "all"',
+                *tables,
                 "[[agents]]",
                 'name = "ops"',
                 "[[agents.sources]]",
