@@ -59,7 +59,10 @@ TOOL_OUTPUT = "".join(
     f"tests/test_{n:03d}.py::test_case PASSED [{n % 100:3d}%]\n" for n in range(60)
 )
 _REMEMBER = re.compile(r"^remember: (\w+) ([^:]+): (.+)$", re.MULTILINE)
-_FENCE = re.compile(r"<<<(MEMORYD-[0-9A-F]+) BEGIN>>>\n(.*?)\n<<<\1 END>>>", re.DOTALL)
+# A fenced transcript: one chunk alone (`BEGIN`), or one section of a shared call (`BEGIN s2`).
+_FENCE = re.compile(
+    r"<<<(MEMORYD-[0-9A-F]+) BEGIN( s\d+)?>>>\n(.*?)\n<<<\1 END( s\d+)?>>>", re.DOTALL
+)
 
 
 # -- the fake model ---------------------------------------------------------------------------
@@ -76,11 +79,12 @@ def marker_answer(request: RecordedRequest, delay: float) -> ToolUse:
     """Facts for the `remember:` lines of the fenced transcript(s), after `delay` seconds."""
     facts: list[dict[str, Any]] = []
     entities: list[dict[str, Any]] = []
-    for _nonce, body in _FENCE.findall(_user_text(request)):
+    for _nonce, section, body, _end in _FENCE.findall(_user_text(request)):
         for kind, name, fact in _REMEMBER.findall(body):
-            facts.append(
-                {"entity": {"name": name, "kind": kind}, "fact": fact, "category": "status"}
-            )
+            filed = {"entity": {"name": name, "kind": kind}, "fact": fact, "category": "status"}
+            if section:  # a shared call: every fact names its section
+                filed["section"] = section.strip()
+            facts.append(filed)
             entities.append({"name": name, "kind": kind, "significant": True})
     return ToolUse({"facts": facts, "entities": entities}, delay_seconds=delay)
 
