@@ -83,7 +83,7 @@ from memoryd.state.meta import clear_unusable_llm, note_unusable_llm, streak_che
 from memoryd.store.catalog import EntityCatalog
 from memoryd.store.git import GitStore
 from memoryd.store.hosts import record_path
-from memoryd.store.index import INDEX_PATH, write_index
+from memoryd.store.index import INDEX_PATH, update_index
 from memoryd.store.reads import apply_reads
 from memoryd.store.skills import INDEX_FILE, agent_folder
 from memoryd.store.transaction import FileTransaction
@@ -187,6 +187,9 @@ class Heartbeat:
         # for the chunks after the first (`memoryd.extractors.sharing`).
         self.groups: dict[str, list[Chunk]] = {}
         self.group_answers: dict[str, RecordMemories] = {}
+        # Paths of the edits made outside memoryd, committed by this heartbeat: their entities'
+        # lines of life/index.md are rendered again (`update_index`).
+        self._foreign_paths: list[str] = []
 
     # -- the whole heartbeat ------------------------------------------------------------------
 
@@ -197,6 +200,7 @@ class Heartbeat:
         log.info("heartbeat.started", run_id=self.run_id)
         foreign = UnitOfWork(self.git).commit_foreign_edits(self.scan_secrets)
         self.report.foreign_commit = foreign.commit
+        self._foreign_paths = [*foreign.committed, *(w.path for w in foreign.withheld)]
         read = self._intake(index_mentions=True)
         self.report.sources_unreadable = dict(read.unreadable)
         chunks = chronological(read.chunks + requeued_chunks(self.state))
@@ -244,7 +248,8 @@ class Heartbeat:
                 # Someone edited a file between our read and our write: re-read and re-apply
                 # (answers are reused from the journal, so this costs no model calls).
                 log.warning("heartbeat.replanned", path=str(error.path), attempt=attempt + 1)
-                UnitOfWork(self.git).commit_foreign_edits(self.scan_secrets)
+                again = UnitOfWork(self.git).commit_foreign_edits(self.scan_secrets)
+                self._foreign_paths += [*again.committed, *(w.path for w in again.withheld)]
         else:
             # The store kept changing under us: nothing of this heartbeat was written; its
             # answers are journalled, so the next heartbeat files them without calling the model.
@@ -317,10 +322,13 @@ class Heartbeat:
             refreshed = self.refresh_summaries(uow, session.catalog, saved, session.today)
         # The index lists entities (ref, name, bucket) with their summaries' gists; a heartbeat
         # changes it only by creating or moving entities or refreshing summaries, so the other
-        # heartbeats skip reading every summary of the store.
+        # heartbeats skip reading every summary of the store; and this one reads only the
+        # summaries of the entities it changed (or a person did), the other lines are kept.
         moved = counters.entities_created + counters.entities_archived + len(refreshed)
-        if moved + counters.entities_reactivated or not uow.exists(INDEX_PATH):
-            write_index(uow, session.catalog)
+        edited = any(path.startswith("life/") for path in self._foreign_paths)
+        if moved + counters.entities_reactivated or edited or not uow.exists(INDEX_PATH):
+            changed = {*session.catalog.changed_refs(), *refreshed}
+            update_index(uow, session.catalog, changed, self._foreign_paths)
         self.report.counters = counters
         self._commit(uow, read, progress, pending)
 

@@ -73,6 +73,7 @@ class EntityCatalog:
         self._by_normalized: dict[str, set[str]] = {}
         self._by_skeleton: dict[str, set[str]] = {}
         self._mentions: LabelMatcher[str] = LabelMatcher()
+        self._changed: set[str] = set()  # refs created or changed since the load
 
     @classmethod
     def load(
@@ -170,6 +171,11 @@ class EntityCatalog:
                 return found
         return None
 
+    def changed_refs(self) -> set[str]:
+        """Refs of the entities created or changed through this catalogue since it was loaded,
+        or found changed on disk when about to be changed (`life/index.md` re-reads these)."""
+        return set(self._changed)
+
     def mentioned_in(self, text: str) -> list[Entity]:
         """Entities whose name, an alias or normalized name occurs in `text` as whole words
         (case- and accent-insensitive), sorted by ref."""
@@ -215,6 +221,7 @@ class EntityCatalog:
         self._tx.write_text(entity.summary_path, f"# {entity.name}\n")
         self._taken.add(entity.slug)
         self._register(entity)
+        self._changed.add(entity.ref)
         return entity
 
     def add_aliases(self, entity: Entity, aliases: Iterable[str]) -> Entity:
@@ -227,6 +234,7 @@ class EntityCatalog:
         updated = replace(current, aliases=merged)
         self._tx.write_text(updated.metadata_path, render_metadata(updated))
         self._register(updated)
+        self._changed.add(updated.ref)
         return updated
 
     def set_status(self, entity: Entity, status: str) -> Entity:
@@ -246,6 +254,7 @@ class EntityCatalog:
             self._tx.move_dir(current.folder, updated.folder)
         self._tx.write_text(updated.metadata_path, render_metadata(updated))
         self._register(updated)
+        self._changed.add(updated.ref)
         return updated
 
     # --- internals -----------------------------------------------------------------------------
@@ -259,6 +268,7 @@ class EntityCatalog:
         found = self._read_folder(current.folder, current.kind, current.slug, current.archived)
         if found is not None and (found != current or found.extra != current.extra):
             self._register(found)
+            self._changed.add(found.ref)
             current = found
         return current
 

@@ -7,11 +7,19 @@ empty, without fact citations, clipped to one short line.
 
 The file is memoryd's: it is rewritten whole, and the same catalogue and summaries always give
 the same bytes (no dates, sorted entries), so regenerating it without a change changes nothing.
+
+`write_index` reads every entity's summary. `update_index` (the heartbeat's) reads only the
+summaries of the entities the caller names as changed: every other entity keeps its line of the
+current file when that line still starts as the catalogue renders it (ref, link, name, status),
+so its cost grows with what changed, not with the store. Stated limit: a summary changed by hand
+and committed by hand (or a hand edit of an index line's gist) shows in the index at its next
+full regeneration (the rewrite, `forget`/`supersede`, a merge), unless a heartbeat names it.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Collection, Iterable
 from typing import Final
 
 from memoryd.store.catalog import EntityCatalog
@@ -25,6 +33,7 @@ GIST_LENGTH: Final = 160
 NO_SUMMARY: Final = "(no summary yet)"
 _CITATION = re.compile(r"\s*\[[a-z0-9]+(?:-[a-z0-9]+)*-[0-9]{3,}(?:\s*,\s*[a-z0-9-]+)*\]")
 _LIST_MARKER = re.compile(r"^(?:[-*+]|\d+[.)])\s+")
+_ENTRY = re.compile(r"^- \[([^\]\n]+)\]\(")  # an entity's line, with its ref
 
 
 def gist_of(summary: str | None) -> str:
@@ -53,6 +62,12 @@ def _line(entity: Entity, gist: str) -> str:
 
 def render_index(tx: FileTransaction, catalog: EntityCatalog) -> str:
     """The text of life/index.md for the catalogue's entities, reading each summary via `tx`."""
+    return _render(
+        catalog, lambda entity: _line(entity, gist_of(tx.read_text(entity.summary_path)))
+    )
+
+
+def _render(catalog: EntityCatalog, line: Callable[[Entity], str]) -> str:
     active = [e for e in catalog.entities() if not e.archived]
     archived = [e for e in catalog.entities() if e.archived]
     lines = [
@@ -64,12 +79,12 @@ def render_index(tx: FileTransaction, catalog: EntityCatalog) -> str:
     for kind in KINDS:
         members = sorted((e for e in active if e.kind == kind), key=_sort_key)
         lines += ["", f"## {LAYOUTS[kind].title}", ""]
-        lines += [_line(e, gist_of(tx.read_text(e.summary_path))) for e in members] or ["(none)"]
+        lines += [line(e) for e in members] or ["(none)"]
     if archived:
         kind_order = {kind: position for position, kind in enumerate(KINDS)}
         archived.sort(key=lambda e: (kind_order[e.kind], *_sort_key(e)))
         lines += ["", "## Archived", ""]
-        lines += [_line(e, gist_of(tx.read_text(e.summary_path))) for e in archived]
+        lines += [line(e) for e in archived]
     return "\n".join(lines) + "\n"
 
 
@@ -77,6 +92,41 @@ def write_index(tx: FileTransaction, catalog: EntityCatalog) -> bool:
     """Regenerate life/index.md; stage it only when its text changes. Say whether it did."""
     text = render_index(tx, catalog)
     if tx.read_text(INDEX_PATH) == text:
+        return False
+    tx.write_text(INDEX_PATH, text)
+    return True
+
+
+def update_index(
+    tx: FileTransaction,
+    catalog: EntityCatalog,
+    refs: Iterable[str],
+    paths: Collection[str] = (),
+) -> bool:
+    """`write_index`, reading only the summaries of the entities named by `refs` or owning one
+    of the store-relative `paths` (edits made outside memoryd; the index itself among them is
+    rewritten whole), and of the entities the current index has no line for."""
+    current = tx.read_text(INDEX_PATH)
+    lines: dict[str, str] = {}
+    for text in (current or "").splitlines():
+        found = _ENTRY.match(text)
+        if found:
+            lines.setdefault(found.group(1), text)
+    changed = set(refs)
+    folders = {path.rpartition("/")[0] for path in paths}
+    if INDEX_PATH in paths:
+        lines = {}  # edited by hand: overwritten whole
+
+    def line(entity: Entity) -> str:
+        kept = lines.get(entity.ref)
+        if kept is not None and entity.ref not in changed and entity.folder not in folders:
+            start = _line(entity, "")
+            if kept.startswith(start) and len(kept) > len(start):
+                return kept
+        return _line(entity, gist_of(tx.read_text(entity.summary_path)))
+
+    text = _render(catalog, line)
+    if current == text:
         return False
     tx.write_text(INDEX_PATH, text)
     return True

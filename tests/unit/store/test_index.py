@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from memoryd.store.catalog import EntityCatalog
-from memoryd.store.index import INDEX_PATH, gist_of, render_index, write_index
+from memoryd.store.index import INDEX_PATH, gist_of, render_index, update_index, write_index
 
 from .conftest import TODAY, DirTransaction
 
@@ -89,3 +89,97 @@ def test_a_name_with_newlines_stays_on_one_index_line(
     resources = text.split("## Resources\n\n", 1)[1].split("\n")
     assert resources[0].startswith("- [resources/evil-name-injected]")
     assert "\n## Injected" not in text
+
+
+class CountingTransaction(DirTransaction):
+    """Records every path read."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root)
+        self.reads: list[str] = []
+
+    def read_text(self, relative: str) -> str | None:
+        self.reads.append(relative)
+        return super().read_text(relative)
+
+
+def _summary(tx: DirTransaction, path: str, line: str) -> None:
+    tx.write_text(path, f"# Title\n\n{line}\n")
+
+
+def test_an_update_reads_only_the_summaries_of_what_changed(store_root: Path) -> None:
+    tx = CountingTransaction(store_root)
+    first = EntityCatalog.load(tx)
+    people = [first.create(f"Person {n}", "person", today=TODAY) for n in range(5)]
+    for person in people:
+        _summary(tx, person.summary_path, f"Gist of {person.name}")
+    assert write_index(tx, first)
+
+    # A later run: one entity created, one archived, one summary refreshed, one edited by a
+    # person (committed as a foreign edit); the other summaries are never read.
+    catalog = EntityCatalog.load(tx)
+    created = catalog.create("Zed", "company", today=TODAY)
+    catalog.set_status(people[1], "inactive")
+    _summary(tx, people[2].summary_path, "Refreshed gist")
+    _summary(tx, people[3].summary_path, "Edited by hand")
+    tx.reads.clear()
+    assert update_index(
+        tx, catalog, {*catalog.changed_refs(), people[2].ref}, [people[3].summary_path]
+    )
+
+    summaries = sorted(path for path in tx.reads if path.endswith("summary.md"))
+    archived = catalog.by_ref(people[1].ref)
+    assert archived is not None
+    assert summaries == sorted(
+        [
+            created.summary_path,
+            archived.summary_path,
+            people[2].summary_path,
+            people[3].summary_path,
+        ]
+    )
+    assert tx.read_text(INDEX_PATH) == render_index(tx, catalog)
+
+
+def test_an_update_keeps_a_line_only_while_it_names_the_entity_as_the_catalogue_does(
+    store_root: Path,
+) -> None:
+    tx = CountingTransaction(store_root)
+    catalog = EntityCatalog.load(tx)
+    jane = catalog.create("Jane Doe", "person", today=TODAY)
+    bob = catalog.create("Bob", "person", today=TODAY)
+    _summary(tx, jane.summary_path, "Old gist")
+    _summary(tx, bob.summary_path, "Bob's gist")
+    assert write_index(tx, catalog)
+    # A summary changed without being named keeps its line (the stated limit)...
+    _summary(tx, bob.summary_path, "Bob's new gist")
+    # ...but a line that no longer starts as the catalogue renders it is rendered again, and
+    # an entity the index has no line for gets one.
+    text = tx.read_text(INDEX_PATH) or ""
+    tx.write_text(INDEX_PATH, text.replace("— Jane Doe:", "— Jane D.:"))
+    _summary(tx, jane.summary_path, "New gist")
+    carol = catalog.create("Carol", "person", today=TODAY)
+
+    assert update_index(tx, catalog, [])
+    index = tx.read_text(INDEX_PATH) or ""
+    assert "— Jane Doe: New gist" in index
+    assert "— Bob: Bob's gist" in index
+    assert f"[{carol.ref}]" in index
+    assert "Jane D." not in index
+
+
+def test_an_index_edited_by_hand_is_overwritten_whole(
+    tx: DirTransaction, catalog: EntityCatalog
+) -> None:
+    jane = catalog.create("Jane Doe", "person", today=TODAY)
+    assert write_index(tx, catalog)
+    tx.write_text(
+        INDEX_PATH, (tx.read_text(INDEX_PATH) or "") + "- [people/jane-doe](x) — Jane Doe: mine\n"
+    )
+    _summary(tx, jane.summary_path, "The summary's gist")
+    text = tx.read_text(INDEX_PATH) or ""
+    tx.write_text(INDEX_PATH, text.replace("(no summary yet)", "typed by hand"))
+
+    assert update_index(tx, catalog, [], [INDEX_PATH])
+    assert tx.read_text(INDEX_PATH) == render_index(tx, catalog)
+    assert not update_index(tx, catalog, [])
