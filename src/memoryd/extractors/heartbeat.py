@@ -81,6 +81,7 @@ from memoryd.logs import get_logger
 from memoryd.state.facade import State
 from memoryd.state.meta import clear_unusable_llm, note_unusable_llm, streak_checked_since
 from memoryd.store.catalog import EntityCatalog
+from memoryd.store.catalog_snapshot import save_snapshot
 from memoryd.store.git import GitStore
 from memoryd.store.hosts import record_path
 from memoryd.store.index import INDEX_PATH, update_index
@@ -190,6 +191,9 @@ class Heartbeat:
         # Paths of the edits made outside memoryd, committed by this heartbeat: their entities'
         # lines of life/index.md are rendered again (`update_index`).
         self._foreign_paths: list[str] = []
+        # Others' edits left uncommitted (withheld by the secret scan): while one is under
+        # life/, the entity catalogue is not taken from its snapshot of HEAD.
+        self._withheld: set[str] = set()
 
     # -- the whole heartbeat ------------------------------------------------------------------
 
@@ -201,6 +205,7 @@ class Heartbeat:
         foreign = UnitOfWork(self.git).commit_foreign_edits(self.scan_secrets)
         self.report.foreign_commit = foreign.commit
         self._foreign_paths = [*foreign.committed, *(w.path for w in foreign.withheld)]
+        self._withheld = {w.path for w in foreign.withheld}
         read = self._intake(index_mentions=True)
         self.report.sources_unreadable = dict(read.unreadable)
         chunks = chronological(read.chunks + requeued_chunks(self.state))
@@ -250,6 +255,7 @@ class Heartbeat:
                 log.warning("heartbeat.replanned", path=str(error.path), attempt=attempt + 1)
                 again = UnitOfWork(self.git).commit_foreign_edits(self.scan_secrets)
                 self._foreign_paths += [*again.committed, *(w.path for w in again.withheld)]
+                self._withheld = {w.path for w in again.withheld}
         else:
             # The store kept changing under us: nothing of this heartbeat was written; its
             # answers are journalled, so the next heartbeat files them without calling the model.
@@ -291,13 +297,18 @@ class Heartbeat:
         self, chunks: list[Chunk], read: Intake, progress: _Progress, *, replay: bool
     ) -> None:
         uow = UnitOfWork(self.git)
+        cache = self.settings.catalog_cache
+        # Others' edits were just committed: unless some were withheld, the entity folders are
+        # HEAD's, and the catalogue may come from its snapshot of HEAD.
+        clean = cache is not None and not any(p.startswith("life/") for p in self._withheld)
         session = StoreSession.open(
             uow,
             skills_dir=self.settings.skills_dir,
             tacit_file=self.settings.tacit_file,
             today=self.clock().astimezone(self.settings.zone).date(),
             host_code=self.settings.host_code,
-            catalog_cache=self.settings.catalog_cache,
+            catalog_cache=cache,
+            catalog_head=self.git.head() if clean else None,
         )
         pending = PendingOverlay(self.state.pending)
         counters = ApplyCounters()
@@ -331,6 +342,8 @@ class Heartbeat:
             update_index(uow, session.catalog, changed, self._foreign_paths)
         self.report.counters = counters
         self._commit(uow, read, progress, pending)
+        if cache is not None and self.report.commit and not uow.withheld:
+            save_snapshot(session.catalog, cache, self.report.commit)
 
     def _apply_all(
         self,

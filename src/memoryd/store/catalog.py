@@ -74,6 +74,9 @@ class EntityCatalog:
         self._by_skeleton: dict[str, set[str]] = {}
         self._mentions: LabelMatcher[str] = LabelMatcher()
         self._changed: set[str] = set()  # refs created or changed since the load
+        # False once an entity found changed on disk was registered over its loaded self: the
+        # tables (labels only grow) may then hold labels a fresh load would not.
+        self.exact_labels = True
 
     @classmethod
     def load(
@@ -269,6 +272,7 @@ class EntityCatalog:
         if found is not None and (found != current or found.extra != current.extra):
             self._register(found)
             self._changed.add(found.ref)
+            self.exact_labels = False
             current = found
         return current
 

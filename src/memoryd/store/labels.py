@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from memoryd.store.text import words
 
@@ -90,3 +90,48 @@ def _occurs(sequence: tuple[str, ...], tokens: tuple[str, ...]) -> bool:
         if tokens[start : start + size] == sequence:
             return True
         start += 1
+
+
+# -- as JSON (`memoryd.store.catalog_snapshot` keeps the catalogue's matcher between runs) ------
+
+
+def matcher_document(matcher: LabelMatcher[str]) -> list[Any]:
+    """The matcher's trie as JSON-ready nested lists, `[children, keys]` per node."""
+    return _node_document(matcher._root)
+
+
+def matcher_from_document(document: Any) -> LabelMatcher[str]:
+    """The matcher `matcher_document` described. Raise ValueError when it is not one."""
+    return LabelMatcher(_root=_node_from(document))
+
+
+def matcher_keys(matcher: LabelMatcher[str]) -> set[str]:
+    """Every key the matcher's labels stand for."""
+    keys: set[str] = set()
+    nodes = [matcher._root]
+    while nodes:
+        node = nodes.pop()
+        keys |= node.keys
+        nodes.extend(node.children.values())
+    return keys
+
+
+def _node_document(node: _Node[str]) -> list[Any]:
+    return [
+        {word: _node_document(child) for word, child in node.children.items()},
+        sorted(node.keys),
+    ]
+
+
+def _node_from(document: Any) -> _Node[str]:
+    shaped = (
+        isinstance(document, list)
+        and len(document) == 2
+        and isinstance(document[0], dict)
+        and isinstance(document[1], list)
+        and all(isinstance(key, str) for key in document[1])
+    )
+    if not shaped:
+        raise ValueError("not a node of a label trie")
+    children, keys = document
+    return _Node({str(word): _node_from(child) for word, child in children.items()}, set(keys))
