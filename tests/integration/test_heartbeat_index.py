@@ -6,9 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from structlog.testing import capture_logs
 from tests.integration.harness import Workspace, turn
 
 from memoryd.errors import EXIT_OK
+from memoryd.jobs.heartbeat import run_heartbeat
+from memoryd.jobs.reading import search_index_folder, search_store
+from memoryd.reading.search import SearchIndex
 from memoryd.store.catalog import EntityCatalog
 from memoryd.store.index import INDEX_PATH, render_index
 from memoryd.store.paths import StorePaths
@@ -70,3 +74,39 @@ def test_the_index_follows_new_entities_and_a_persons_summary_edit(ws: Workspace
     assert "[companies/globex]" in index
     assert index == _full_render(ws)
     assert ws.git("status", "--porcelain").strip() == ""
+
+
+def test_after_its_commit_a_heartbeat_refreshes_the_search_index_from_the_commits_files(
+    ws: Workspace,
+) -> None:
+    config = ws.settings("markers")
+    env = ws.environment()
+    for day in range(1, 9):  # files the first refresh reads, and the later ones need not
+        (ws.store / f"memory/2026-02-0{day}.md").write_text(f"# Day {day}\n\n- chess\n")
+    ws.git("add", "-A")
+    ws.git("commit", "-qm", "earlier notes")
+    line = "remember: person Jane Doe: Plays chess"
+    ws.write_log("a.jsonl", [turn("user", line, "2026-03-01T09:00:00Z")])
+    with capture_logs() as logs:
+        assert run_heartbeat(config, env).exit_code == EXIT_OK
+    built = [e["files_read"] for e in logs if e["event"] == "search.refreshed"]
+    assert built and built[0] > 8  # the first refresh builds the index whole
+
+    # A person's hand edit, then a heartbeat: its commits hold the edit (a foreign edit) and
+    # the heartbeat's own files; only those are read again, and the index is then current.
+    summary = ws.store / "life/areas/people/jane-doe/summary.md"
+    summary.write_text("# Jane Doe\n\nKnown for her bridge evenings\n")
+    line = "remember: company Globex: Buys chess sets"
+    ws.write_log("b.jsonl", [turn("user", line, "2026-03-02T09:00:00Z")])
+    with capture_logs() as logs:
+        assert run_heartbeat(config, env).exit_code == EXIT_OK
+    read = [e["files_read"] for e in logs if e["event"] == "search.refreshed"]
+    committed = set(ws.git("show", "--name-only", "--format=", "HEAD", "HEAD~1").split())
+    assert read and read[0] <= len(committed) < built[0]
+    with SearchIndex.open(search_index_folder(config, env), ws.store) as index:
+        stats = index.refresh(
+            tacit_file=config.store.tacit_file, skills_dir=config.store.skills_dir
+        )
+    assert (stats.files_read, stats.files_dropped) == (0, 0)
+    hits = search_store(config, env, "bridge", agent="ops", record=False)
+    assert [hit.path for hit in hits] == ["life/areas/people/jane-doe/summary.md"]

@@ -194,6 +194,9 @@ class Heartbeat:
         # Others' edits left uncommitted (withheld by the secret scan): while one is under
         # life/, the entity catalogue is not taken from its snapshot of HEAD.
         self._withheld: set[str] = set()
+        # What this heartbeat's commits changed (others' edits and its own): the search index
+        # is refreshed from these after it (`memoryd.jobs.reading.refresh_search_after_commit`).
+        self.committed_paths: list[str] = []
 
     # -- the whole heartbeat ------------------------------------------------------------------
 
@@ -206,6 +209,7 @@ class Heartbeat:
         self.report.foreign_commit = foreign.commit
         self._foreign_paths = [*foreign.committed, *(w.path for w in foreign.withheld)]
         self._withheld = {w.path for w in foreign.withheld}
+        self.committed_paths += foreign.committed
         read = self._intake(index_mentions=True)
         self.report.sources_unreadable = dict(read.unreadable)
         chunks = chronological(read.chunks + requeued_chunks(self.state))
@@ -256,6 +260,7 @@ class Heartbeat:
                 again = UnitOfWork(self.git).commit_foreign_edits(self.scan_secrets)
                 self._foreign_paths += [*again.committed, *(w.path for w in again.withheld)]
                 self._withheld = {w.path for w in again.withheld}
+                self.committed_paths += again.committed
         else:
             # The store kept changing under us: nothing of this heartbeat was written; its
             # answers are journalled, so the next heartbeat files them without calling the model.
@@ -662,6 +667,7 @@ class Heartbeat:
                 {RUN_TRAILER: self.run_id, **self._trailers()},
                 scanner=self.scan_secrets,
             )
+            self.committed_paths += [write.path for write in plan]
         finalize_heartbeat(self.state, intent, self.report.commit, self.clock())
         self.reads_filed = True
         if self.report.outcome == "nothing-new" and (progress.done or self.report.commit):

@@ -158,7 +158,7 @@ def run_heartbeat(
         now=env.clock(),
     )
     if report.commit or report.foreign_commit:
-        refresh_search_after_commit(settings, env)
+        refresh_search_after_commit(settings, env, paths=heartbeat.committed_paths)
     return report
 
 
