@@ -293,12 +293,23 @@ class GitStore:
             # --force: a path memoryd names is store content even if a .gitignore matches it
             # (`*.json`); the store folder itself was checked above not to be ignored.
             session.run_with_pathspecs(["add", "--all", "--force"], stageable)
-            changed = session.staged_changes(stageable)
+            staged = session.staged_everywhere()
+            changed = (
+                session.staged_changes(stageable)
+                if staged is None
+                else sorted(under(staged, stageable))
+            )
             if not changed:
                 return None
-            session.run_with_pathspecs(
-                ["commit", "--quiet", "--no-verify", "--only", "-m", message], changed
-            )
+            if staged is not None and staged == set(changed):
+                # Nothing else is staged: the index is HEAD plus these paths, and a plain commit
+                # records the same tree without `--only`'s temporary index (a second write of
+                # the whole index, costly on a big store).
+                session.run("commit", "--quiet", "--no-verify", "-m", message)
+            else:
+                session.run_with_pathspecs(
+                    ["commit", "--quiet", "--no-verify", "--only", "-m", message], changed
+                )
             sha = session.head()
         log.info("store.committed", commit=sha, paths=len(changed))
         return sha
@@ -560,6 +571,14 @@ class _Session:
         """Index entries at or below the given repo-relative pathspecs."""
         output = self.run("ls-files", "--cached", "-z", "--", *self.store_pathspec())
         return under({entry for entry in output.split("\0") if entry}, pathspecs)
+
+    def staged_everywhere(self) -> set[str] | None:
+        """Every repo-relative path whose staged content differs from HEAD, in the whole
+        repository (None on an unborn branch)."""
+        if self.head() is None:
+            return None
+        output = self.run("diff", "--cached", "--name-only", "-z", "--no-renames", "HEAD")
+        return {entry for entry in output.split("\0") if entry}
 
     def staged_changes(self, pathspecs: list[str]) -> list[str]:
         """Files at or below the pathspecs whose staged content differs from HEAD."""
