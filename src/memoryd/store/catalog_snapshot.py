@@ -44,13 +44,16 @@ import structlog
 
 from memoryd.store.atomic import atomic_write_text
 from memoryd.store.catalog import EntityCatalog, label_forms
-from memoryd.store.entities import Entity, InvalidEntityError, check_kind, check_status
-from memoryd.store.labels import matcher_document, matcher_from_document, matcher_keys
+from memoryd.store.entities import Entity
+from memoryd.store.labels import matcher_document, matcher_from_document
 from memoryd.store.transaction import FileTransaction
+from memoryd.store.vocabulary import KINDS, STATUSES, EntityKind, EntityStatus
 
 log = structlog.get_logger(__name__)
 
 SNAPSHOT_VERSION = 1
+_KINDS: dict[str, EntityKind] = {kind: kind for kind in KINDS}
+_STATUSES: dict[str, EntityStatus] = {status: status for status in STATUSES}
 BASE_FILE = "catalog-snapshot.json"
 DELTA_FILE = "catalog-snapshot-delta.json"
 _DELTA_LIMIT = 500
@@ -77,21 +80,32 @@ def entity_document(entity: Entity) -> dict[str, Any]:
     }
 
 
-def entity_from_document(document: Any, kind: str, slug: str, archived: bool) -> Entity | None:
-    """The entity `entity_document` described, or None when it is not one this code wrote."""
+def entity_from_document(document: Any, kind: Any, slug: Any, archived: Any) -> Entity | None:
+    """The entity `entity_document` described, or None when it is not one this code wrote.
+    Runs once per entity of a snapshot: plain look-ups and type checks, nothing more."""
     try:
-        created = document["created"]
+        name, aliases, created = document["name"], document["aliases"], document["created"]
+        checked_kind, status = _KINDS[kind], _STATUSES[document["status"]]
+        extra = dict(document["extra"])
+        if not (
+            type(name) is str
+            and type(slug) is str
+            and type(archived) is bool
+            and type(aliases) is list
+            and all(type(alias) is str for alias in aliases)
+        ):
+            return None
         return Entity(
-            name=str(document["name"]),
-            kind=check_kind(str(kind)),
-            slug=str(slug),
-            status=check_status(str(document["status"])),
-            aliases=tuple(str(alias) for alias in document["aliases"]),
+            name=name,
+            kind=checked_kind,
+            slug=slug,
+            status=status,
+            aliases=tuple(aliases),
             created=date.fromisoformat(created) if created else None,
-            archived=bool(archived),
-            extra=dict(document["extra"]),
+            archived=archived,
+            extra=extra,
         )
-    except (KeyError, TypeError, ValueError, InvalidEntityError):
+    except (KeyError, TypeError, ValueError):
         return None
 
 
@@ -230,10 +244,10 @@ def _catalog(tx: FileTransaction, base: dict[str, Any]) -> EntityCatalog:
         raise ValueError("not the catalogue's four label tables")
     for table, saved in zip(_tables(catalog), tables, strict=True):
         table.update((str(label), set(refs)) for label, refs in saved.items())
-    catalog._mentions = matcher_from_document(base["mentions"])
-    named = {entity.ref for entity in catalog._by_slug.values()}
+    catalog._mentions, named = matcher_from_document(base["mentions"])
+    named.update(entity.ref for entity in catalog._by_slug.values())
     for table in _tables(catalog):
         named.update(*table.values())
-    if not named <= by_ref.keys() or not matcher_keys(catalog._mentions) <= by_ref.keys():
+    if not named <= by_ref.keys():
         raise ValueError("the tables name entities the snapshot does not hold")
     return catalog

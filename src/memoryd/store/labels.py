@@ -22,17 +22,21 @@ Key = TypeVar("Key", bound=Hashable)
 _REMEMBERED = 32  # texts whose answers `find` keeps
 
 
-@dataclass
-class _Node(Generic[Key]):
-    children: dict[str, _Node[Key]] = field(default_factory=dict)
-    keys: set[Key] = field(default_factory=set)  # keys of labels ending at this word
+# A node of the trie: [children by word, keys of the labels ending at this word]. Plain lists
+# and dicts, so that the trie is its own JSON document (`matcher_document`) and is loaded
+# from one without a step per node.
+_Node = list[Any]
+
+
+def _new_node() -> _Node:
+    return [{}, []]
 
 
 @dataclass
 class LabelMatcher(Generic[Key]):
     """Labels (as word sequences) mapped to the keys they stand for."""
 
-    _root: _Node[Key] = field(default_factory=_Node)
+    _root: _Node = field(default_factory=_new_node)
     # What `find` answered for the last texts, kept up to date as labels are added. A chunk
     # sent ahead has its context built again after every chunk applied
     # (`memoryd.extractors.ahead`).
@@ -52,8 +56,9 @@ class LabelMatcher(Generic[Key]):
                 self._found[text] = (tokens, known | {key})
         node = self._root
         for word in sequence:
-            node = node.children.setdefault(word, _Node())
-        node.keys.add(key)
+            node = node[0].setdefault(word, [{}, []])
+        if key not in node[1]:
+            node[1].append(key)
 
     def find(self, text: str) -> set[Key]:
         """Keys whose labels occur in `text` as whole words (case- and accent-insensitive)."""
@@ -70,10 +75,10 @@ class LabelMatcher(Generic[Key]):
         for start in range(len(tokens)):
             node = self._root
             for position in range(start, len(tokens)):
-                child = node.children.get(tokens[position])
+                child = node[0].get(tokens[position])
                 if child is None:
                     break
-                found |= child.keys
+                found.update(child[1])
                 node = child
         return found
 
@@ -96,42 +101,26 @@ def _occurs(sequence: tuple[str, ...], tokens: tuple[str, ...]) -> bool:
 
 
 def matcher_document(matcher: LabelMatcher[str]) -> list[Any]:
-    """The matcher's trie as JSON-ready nested lists, `[children, keys]` per node."""
-    return _node_document(matcher._root)
+    """The matcher's trie as a JSON document (it is one already: `[children, keys]` nodes)."""
+    return matcher._root
 
 
-def matcher_from_document(document: Any) -> LabelMatcher[str]:
-    """The matcher `matcher_document` described. Raise ValueError when it is not one."""
-    return LabelMatcher(_root=_node_from(document))
-
-
-def matcher_keys(matcher: LabelMatcher[str]) -> set[str]:
-    """Every key the matcher's labels stand for."""
+def matcher_from_document(document: Any) -> tuple[LabelMatcher[str], set[str]]:
+    """The matcher `matcher_document` gave, and every key its labels stand for. One pass that
+    checks the shape of every node; raise ValueError when it is not such a trie."""
     keys: set[str] = set()
-    nodes = [matcher._root]
+    nodes = [document]
     while nodes:
         node = nodes.pop()
-        keys |= node.keys
-        nodes.extend(node.children.values())
-    return keys
-
-
-def _node_document(node: _Node[str]) -> list[Any]:
-    return [
-        {word: _node_document(child) for word, child in node.children.items()},
-        sorted(node.keys),
-    ]
-
-
-def _node_from(document: Any) -> _Node[str]:
-    shaped = (
-        isinstance(document, list)
-        and len(document) == 2
-        and isinstance(document[0], dict)
-        and isinstance(document[1], list)
-        and all(isinstance(key, str) for key in document[1])
-    )
-    if not shaped:
-        raise ValueError("not a node of a label trie")
-    children, keys = document
-    return _Node({str(word): _node_from(child) for word, child in children.items()}, set(keys))
+        if not (
+            type(node) is list
+            and len(node) == 2
+            and type(node[0]) is dict
+            and type(node[1]) is list
+        ):
+            raise ValueError("not a node of a label trie")
+        keys.update(node[1])
+        nodes.extend(node[0].values())
+    if not all(type(key) is str for key in keys):
+        raise ValueError("a label trie's keys are not refs")
+    return LabelMatcher(_root=document), keys

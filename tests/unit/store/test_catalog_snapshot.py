@@ -66,8 +66,14 @@ def tables(catalog: EntityCatalog) -> dict[str, Any]:
             catalog._by_normalized,
             catalog._by_skeleton,
         ],
-        "mentions": matcher_document(catalog._mentions),
+        "mentions": _sorted_trie(matcher_document(catalog._mentions)),
     }
+
+
+def _sorted_trie(node: list[Any]) -> list[Any]:
+    """A trie document with each node's keys sorted (their order is the order of insertion)."""
+    children, keys = node
+    return [{word: _sorted_trie(child) for word, child in children.items()}, sorted(keys)]
 
 
 def fresh(root: Path) -> dict[str, Any]:
