@@ -314,6 +314,7 @@ class Heartbeat:
             host_code=self.settings.host_code,
             catalog_cache=cache,
             catalog_head=self.git.head() if clean else None,
+            catalog_changes=self.git.changed_since,
         )
         pending = PendingOverlay(self.state.pending)
         counters = ApplyCounters()

@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -65,16 +66,21 @@ def stat_key(path: str | Path) -> _Key | None:
 
 
 def load_catalog(
-    tx: FileTransaction, cache_file: Path, *, head: str | None = None
+    tx: FileTransaction,
+    cache_file: Path,
+    *,
+    head: str | None = None,
+    changed_since: Callable[[str], Sequence[str] | None] | None = None,
 ) -> EntityCatalog:
     """The store's catalogue as `EntityCatalog.load(tx)` reads it, from `cache_file` where the
     files are unchanged; the cache is brought up to date. Raise as `EntityCatalog.load`.
 
     `head`: given when the caller knows the entity folders are exactly that commit (HEAD, and
     nothing under `life/` uncommitted); the catalogue then comes whole from its snapshot when
-    one was saved at `head` (`memoryd.store.catalog_snapshot`), without a step per entity."""
+    one was saved at `head` (`memoryd.store.catalog_snapshot`), without a step per entity, or
+    at an earlier commit whose changes since (`changed_since`) are few."""
     if head is not None:
-        snapshot = load_snapshot(tx, cache_file, head)
+        snapshot = load_snapshot(tx, cache_file, head, changed_since)
         if snapshot is not None:
             return snapshot
     root = tx.root

@@ -13,14 +13,18 @@ they describe, in two files of the state directory next to the cache:
   few entities, not the whole base. When the delta grows past `_DELTA_LIMIT` entities (or a
   tenth of the store) the base is written again.
 
-`load_snapshot(tx, file, head)` gives the catalogue back only when the caller vouches that the
-store's entity folders are exactly commit `head` (HEAD is `head` and nothing under `life/` is
-left uncommitted: the heartbeat knows it from the foreign-edits step that just ran `git
-status`), and the files were written for this store's root, by a memoryd folding labels the
-same way, at `head` (B = `head`, or the delta's H = `head` on top of B). Anything else (a
-person's commit or uncommitted edit, a pull, a rewrite or `forget`, another store, a lost,
-corrupt or foreign file) gives None, and the caller loads entity by entity: the snapshot only
-ever stands for a commit nobody but memoryd's heartbeat made.
+`load_snapshot(tx, file, head, changed_since)` gives the catalogue back only when the caller
+vouches that the store's entity folders are exactly commit `head` (HEAD is `head` and nothing
+under `life/` is left uncommitted: the heartbeat knows it from the foreign-edits step that just
+ran `git status`), and the files were written for this store's root, by a memoryd folding
+labels the same way. When they describe an earlier commit S (the delta's H, or B without a
+delta) and `head` differs (a person's commit or the heartbeat's commit of their uncommitted
+edits, a pull, a rewrite, `forget`), `git diff --name-only S HEAD` names the bucket entries to
+read again: each one's old entity is taken out of every table and its folder read again, so
+the tables stay those of a fresh load; the next save then writes a new base. A lost, corrupt
+or foreign file, an unknown S, more than `_CHANGED_LIMIT` entries changed, a slug two entities
+share, or a changed folder without a regular `entity.json` gives None, and the caller loads
+entity by entity.
 
 Replaying the delta registers each entity's final state over the base's: memoryd's own changes
 only add labels (new entities, new aliases, a status and its folder), so the tables equal those
@@ -34,7 +38,10 @@ entity, and its heartbeat's commit writes a new base.
 from __future__ import annotations
 
 import json
+import os
+import stat
 import weakref
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
@@ -42,9 +49,17 @@ from typing import Any
 
 import structlog
 
+from memoryd.errors import CorruptFileError
 from memoryd.store.atomic import atomic_write_text
-from memoryd.store.catalog import EntityCatalog, label_forms
-from memoryd.store.entities import Entity
+from memoryd.store.catalog import _NESTED_BUCKETS, _SLUG_SHAPE, EntityCatalog, label_forms
+from memoryd.store.entities import (
+    ARCHIVES,
+    LAYOUTS,
+    LIFE,
+    METADATA_FILE,
+    Entity,
+    entity_folder,
+)
 from memoryd.store.labels import matcher_document, matcher_from_document
 from memoryd.store.transaction import FileTransaction
 from memoryd.store.vocabulary import KINDS, STATUSES, EntityKind, EntityStatus
@@ -57,6 +72,12 @@ _STATUSES: dict[str, EntityStatus] = {status: status for status in STATUSES}
 BASE_FILE = "catalog-snapshot.json"
 DELTA_FILE = "catalog-snapshot-delta.json"
 _DELTA_LIMIT = 500
+_CHANGED_LIMIT = 200  # bucket entries changed by others read again; more: entity by entity
+# Buckets by depth, deepest first: `areas/people` before `areas`.
+_BUCKETS = sorted(
+    ((kind, layout.bucket.split("/")) for kind, layout in LAYOUTS.items()),
+    key=lambda item: -len(item[1]),
+)
 # A label whose forms are kept in the files' headers: a memoryd whose normalizing or look-alike
 # folding differs computes other forms, and the files are not used.
 _PROBE = Entity(
@@ -128,18 +149,33 @@ def loaded_completely(catalog: EntityCatalog) -> None:
     _origins[catalog] = _Origin(base=None)
 
 
-def load_snapshot(tx: FileTransaction, cache_file: Path, head: str) -> EntityCatalog | None:
+def load_snapshot(
+    tx: FileTransaction,
+    cache_file: Path,
+    head: str,
+    changed_since: Callable[[str], Sequence[str] | None] | None = None,
+) -> EntityCatalog | None:
     """The catalogue of commit `head` from the snapshot next to `cache_file`, or None (see the
-    module docstring: the caller vouches that the entity folders are exactly `head`)."""
+    module docstring: the caller vouches that the entity folders are exactly `head`).
+
+    `changed_since(commit)`: the store paths that differ between `commit` and HEAD (None when
+    unknown). Given, a snapshot of an earlier commit is brought to `head` by reading again the
+    entity folders those paths are in (a person's commit, a pull): at most `_CHANGED_LIMIT`
+    of them, and none whose slug another entity shares or without a regular `entity.json`."""
     base = _read(cache_file.with_name(BASE_FILE), tx.root)
     if base is None:
         return None
     delta = _read(cache_file.with_name(DELTA_FILE), tx.root)
     replay: dict[str, list[Any]] = {}
-    if delta is not None and delta.get("base") == base["commit"] and delta["commit"] == head:
-        replay = delta.get("entities") or {}
-    elif base["commit"] != head:
-        return None
+    commit = base["commit"]
+    if delta is not None and delta.get("base") == base["commit"]:
+        replay, commit = delta.get("entities") or {}, delta["commit"]
+    changed: Sequence[str] = ()
+    if commit != head:
+        found = changed_since(commit) if changed_since is not None else None
+        if found is None:
+            return None
+        changed = found
     try:
         catalog = _catalog(tx, base)
         for kind, slug, archived, document in replay.values():
@@ -148,12 +184,115 @@ def load_snapshot(tx: FileTransaction, cache_file: Path, head: str) -> EntityCat
                 return None
             catalog._taken.add(entity.slug)
             catalog._register(entity)
+        reread = _bring_up_to_date(catalog, changed)
     except (KeyError, TypeError, ValueError, AttributeError):
         log.warning("store.catalog_snapshot_unusable", path=str(cache_file.with_name(BASE_FILE)))
         return None
-    _origins[catalog] = _Origin(base=str(base["commit"]), delta=dict(replay))
-    log.debug("store.catalog_snapshot_loaded", entities=len(catalog), replayed=len(replay))
+    if reread is None:
+        return None
+    # Folders changed by others cannot be replayed from a delta: the next save writes a base.
+    origin = _Origin(base=None) if reread else _Origin(str(base["commit"]), dict(replay))
+    _origins[catalog] = origin
+    log.debug(
+        "store.catalog_snapshot_loaded", entities=len(catalog), replayed=len(replay), reread=reread
+    )
     return catalog
+
+
+def _bring_up_to_date(catalog: EntityCatalog, changed: Sequence[str]) -> int | None:
+    """Read again the bucket entries `changed` paths are in; how many, or None when the
+    catalogue must be loaded entity by entity instead."""
+    names = {found for path in changed if (found := _bucket_entry(path)) is not None}
+    if len(names) > _CHANGED_LIMIT:
+        return None
+    root = catalog._tx.root
+    for kind, name in sorted(names):
+        ref = LAYOUTS[kind].ref_prefix + name
+        holder = catalog._by_slug.get(name)
+        if holder is not None and holder.ref != ref:
+            return None  # a slug two entities share: which one holds it depends on the order
+        old = catalog._by_ref.get(ref)
+        if old is not None:
+            _unregister(catalog, old)
+        for archived in (False, True) if _SLUG_SHAPE.match(name) else ():
+            folder = entity_folder(kind, name, archived=archived)
+            try:
+                entity = catalog._read_folder(folder, kind, name, archived)
+            except CorruptFileError:
+                return None  # the load entity by entity says what is wrong
+            if entity is None:
+                continue
+            if not _regular(root / folder / METADATA_FILE):
+                return None  # made by hand or linked: read every time
+            holder = catalog._by_slug.get(name)
+            if holder is not None and holder.ref != ref:
+                return None
+            catalog._register(entity)  # the active folder first: an active copy wins
+            break
+        if any(os.path.lexists(root / bucket / name) for bucket in _buckets(name)):
+            catalog._taken.add(name)
+        else:
+            catalog._taken.discard(name)
+    return len(names)
+
+
+def _bucket_entry(path: str) -> tuple[EntityKind, str] | None:
+    """The (kind, name) of the bucket entry a store path is in, or None outside every bucket."""
+    parts = path.split("/")
+    if parts[0] != LIFE:
+        return None
+    rest = parts[2:] if len(parts) > 1 and parts[1] == ARCHIVES else parts[1:]
+    for kind, bucket in _BUCKETS:
+        depth = len(bucket)
+        if len(rest) > depth and rest[:depth] == bucket:
+            name = rest[depth]
+            if name.startswith(".") or (kind == "area" and name in _NESTED_BUCKETS):
+                return None
+            return kind, name
+    return None
+
+
+def _buckets(name: str) -> list[str]:
+    """The store folders an entry `name` of any bucket (active or archived) would be in."""
+    return [
+        f"{LIFE}/{ARCHIVES}/{layout.bucket}" if archived else f"{LIFE}/{layout.bucket}"
+        for kind, layout in LAYOUTS.items()
+        for archived in (False, True)
+        if not (kind == "area" and name in _NESTED_BUCKETS)
+    ]
+
+
+def _regular(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _unregister(catalog: EntityCatalog, entity: Entity) -> None:
+    """Take `entity` out of every lookup table, as if it had never been registered (the tables
+    of a snapshot are those of a fresh load: each label is the entity's own)."""
+    ref = entity.ref
+    del catalog._by_ref[ref]
+    holder = catalog._by_slug.get(entity.slug)
+    if holder is not None and holder.ref == ref:
+        del catalog._by_slug[entity.slug]
+    _discard(catalog._by_name, entity.name, ref)
+    for alias in entity.aliases:
+        _discard(catalog._by_alias, alias, ref)
+    for normalized, look, label_words, normalized_words in label_forms(entity):
+        _discard(catalog._by_normalized, normalized, ref)
+        _discard(catalog._by_skeleton, look, ref)
+        catalog._mentions.remove_words(label_words, ref)
+        catalog._mentions.remove_words(normalized_words, ref)
+
+
+def _discard(table: dict[str, set[str]], label: str, ref: str) -> None:
+    refs = table.get(label)
+    if refs is not None:
+        refs.discard(ref)
+        if not refs:
+            del table[label]
 
 
 def save_snapshot(catalog: EntityCatalog, cache_file: Path, commit: str) -> None:

@@ -203,6 +203,20 @@ class GitStore:
         with self._open() as session:
             return session.head()
 
+    def changed_since(self, commit: str) -> list[str] | None:
+        """Store-relative paths that differ between `commit` and HEAD (committed changes only),
+        or None when `commit` is not a commit of this repository."""
+        with self._open() as session:
+            try:
+                output = session.run(
+                    "diff", "--name-only", "-z", "--no-renames", f"{commit}^{{commit}}", "HEAD",
+                    "--", *session.store_pathspec(),
+                )  # fmt: skip
+            except GitError:
+                return None
+            found = (session.to_store_relative(entry) for entry in output.split("\0") if entry)
+            return sorted(path for path in found if path is not None)
+
     def store_identity(self) -> str | None:
         """What tells this store from any other: the first commit of its history and the store
         folder's path in the work tree (clones of one store share it; another repository, or

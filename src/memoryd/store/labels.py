@@ -60,6 +60,32 @@ class LabelMatcher(Generic[Key]):
         if key not in node[1]:
             node[1].append(key)
 
+    def remove_words(self, sequence: Sequence[str], key: Key) -> None:
+        """Undo `add_words(sequence, key)`: the trie is left as if that label had never been
+        added for `key` (nodes no label ends at or passes through any more are removed)."""
+        path = [self._root]
+        for word in sequence:
+            child = path[-1][0].get(word)
+            if child is None:
+                return
+            path.append(child)
+        if len(path) == 1 or key not in path[-1][1]:
+            return
+        path[-1][1].remove(key)
+        self._prune(list(sequence))
+        self._found.clear()  # remembered answers may name the key
+
+    def _prune(self, sequence: list[str]) -> None:
+        while sequence:
+            node = self._root
+            for word in sequence[:-1]:
+                node = node[0][word]
+            last = node[0][sequence[-1]]
+            if last[0] or last[1]:
+                return
+            del node[0][sequence[-1]]
+            sequence.pop()
+
     def find(self, text: str) -> set[Key]:
         """Keys whose labels occur in `text` as whole words (case- and accent-insensitive)."""
         remembered = self._found.get(text)

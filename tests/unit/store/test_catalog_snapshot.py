@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from structlog.testing import capture_logs
 
+from memoryd.errors import CorruptFileError
 from memoryd.store import catalog_snapshot
 from memoryd.store.catalog import EntityCatalog
 from memoryd.store.catalog_cache import load_catalog
@@ -257,3 +258,135 @@ def test_an_unwritable_snapshot_is_logged_and_costs_only_the_reads(
         heartbeat(store, cache, lambda c: c.create("Globex", "company", today=TODAY))
     assert any(e["event"] == "store.catalog_cache_unwritable" for e in logs)
     assert tables(load_catalog(unit(store), cache, head=head(store))) == fresh(store)
+
+
+def git_store(root: Path) -> GitStore:
+    return GitStore(root, GitIdentity("memoryd", "m@x.invalid"), lambda: NOW)
+
+
+def load_following(root: Path, cache: Path) -> tuple[CountingUnit, EntityCatalog, list[Any]]:
+    """A load given the changes since the snapshot's commit, as the heartbeat does it."""
+    tx = unit(root)
+    with capture_logs() as logs:
+        catalog = load_catalog(
+            tx, cache, head=head(root), changed_since=git_store(root).changed_since
+        )
+    loaded = [e for e in logs if e["event"] == "store.catalog_snapshot_loaded"]
+    return tx, catalog, loaded
+
+
+def edit_metadata(root: Path, folder: str, **changes: Any) -> None:
+    path = root / folder / "entity.json"
+    document = json.loads(path.read_text())
+    document.update(changes)
+    path.write_text(json.dumps(document, indent=2) + "\n")
+
+
+@pytest.fixture
+def snapshotted(store: Path, cache: Path) -> Path:
+    heartbeat(store, cache, lambda c: c.create("Globex", "company", ["GX"], today=TODAY))
+    heartbeat(store, cache, lambda c: c.create("Bob", "person", today=TODAY))
+    return store
+
+
+def test_a_persons_commit_is_read_from_its_folders_only(snapshotted: Path, cache: Path) -> None:
+    store = snapshotted
+    edit_metadata(store, "life/areas/people/jane-doe", name="Jane Smith", aliases=["Janie"])
+    git(store, "commit", "-qam", "a person's rename")
+
+    tx, catalog, loaded = load_following(store, cache)
+    assert loaded and loaded[0]["reread"] == 1
+    assert entity_reads(tx) == ["life/areas/people/jane-doe/entity.json"]
+    assert catalog.resolve("Jane Doe") is None and catalog.resolve("JD") is None
+    assert [e.ref for e in catalog.mentioned_in("janie and gx")] == [
+        "companies/globex",
+        "people/jane-doe",
+    ]
+    assert tables(catalog) == fresh(store)
+
+
+def test_folders_deleted_moved_and_added_by_others_give_a_fresh_loads_catalogue(
+    snapshotted: Path, cache: Path, tmp_path: Path
+) -> None:
+    store = snapshotted
+    git(store, "rm", "-rq", "life/areas/companies/globex")
+    (store / "life/archives/areas/people").mkdir(parents=True, exist_ok=True)
+    git(store, "mv", "life/areas/people/bob", "life/archives/areas/people/bob")
+    edit_metadata(store, "life/archives/areas/people/bob", status="inactive")
+    git(store, "add", "-A")
+    git(store, "commit", "-qm", "by hand")
+    # Another host's entities, merged in as a pull would.
+    other = unit(store)
+    EntityCatalog.load(other).create("Initech", "company", ["Initrode"], today=TODAY)
+    other.apply_and_commit("another host", {})
+
+    tx, catalog, loaded = load_following(store, cache)
+    assert loaded and loaded[0]["reread"] == 3
+    assert catalog.by_ref("companies/globex") is None
+    assert "globex" not in catalog._taken
+    bob = catalog.by_ref("people/bob")
+    assert bob is not None and bob.archived
+    assert catalog.resolve("Initrode") is not None
+    assert tables(catalog) == fresh(store)
+
+    # Its heartbeat's commit writes a new base, which the next load uses as it is.
+    tx = unit(store)
+    catalog = load_catalog(tx, cache, head=head(store))
+    catalog.create("Umbrella", "company", today=TODAY)
+    commit = tx.apply_and_commit("heartbeat", {})
+    assert commit is not None
+    save_snapshot(catalog, cache, commit)
+    base = json.loads((cache.parent / BASE_FILE).read_text())
+    assert base["commit"] == commit
+    tx, catalog, loaded = load_following(store, cache)
+    assert loaded and loaded[0]["reread"] == 0
+    assert entity_reads(tx) == []
+    assert tables(catalog) == fresh(store)
+
+
+@pytest.mark.parametrize("case", ["hand-made folder", "shared slug", "unknown commit", "corrupt"])
+def test_changes_it_cannot_follow_load_entity_by_entity(
+    snapshotted: Path, cache: Path, case: str
+) -> None:
+    store = snapshotted
+    if case == "hand-made folder":
+        folder = store / "life/areas/people/made-by-hand"
+        folder.mkdir()
+        (folder / "summary.md").write_text("# Made By Hand\n")
+    elif case == "shared slug":
+        folder = store / "life/areas/companies/bob"
+        folder.mkdir()
+        (folder / "entity.json").write_text(
+            json.dumps({"name": "Bob Inc", "kind": "company", "status": "active"})
+        )
+    elif case == "unknown commit":
+        delta = cache.parent / DELTA_FILE
+        document = json.loads(delta.read_text())
+        delta.write_text(json.dumps({**document, "commit": "0" * 40}))
+        (store / "notes.md").write_text("a change outside life/\n")
+    else:
+        (store / "life/areas/people/jane-doe/entity.json").write_text("{not json")
+    git(store, "add", "-A")
+    git(store, "commit", "-qm", case)
+
+    if case == "corrupt":
+        with pytest.raises(CorruptFileError):
+            load_following(store, cache)
+        return
+    _, catalog, loaded = load_following(store, cache)
+    assert loaded == []
+    assert tables(catalog) == fresh(store)
+
+
+def test_changes_outside_the_entity_folders_keep_the_snapshot_and_its_delta(
+    snapshotted: Path, cache: Path
+) -> None:
+    store = snapshotted
+    (store / "life/index.md").write_text("# edited by hand\n")
+    (store / "notes.md").write_text("a note\n")
+    git(store, "add", "-A")
+    git(store, "commit", "-qm", "elsewhere")
+    tx, catalog, loaded = load_following(store, cache)
+    assert loaded and loaded[0]["reread"] == 0 and loaded[0]["replayed"] > 0
+    assert entity_reads(tx) == []
+    assert tables(catalog) == fresh(store)
