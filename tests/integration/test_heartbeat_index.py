@@ -110,3 +110,18 @@ def test_after_its_commit_a_heartbeat_refreshes_the_search_index_from_the_commit
     assert (stats.files_read, stats.files_dropped) == (0, 0)
     hits = search_store(config, env, "bridge", agent="ops", record=False)
     assert [hit.path for hit in hits] == ["life/areas/people/jane-doe/summary.md"]
+
+
+def test_a_summary_a_person_committed_shows_in_the_next_index(ws: Workspace) -> None:
+    _remember(
+        ws, "a.jsonl", "remember: person Jane Doe: Joined Acme as CTO", "2026-03-01T09:00:00Z"
+    )
+    summary = ws.store / "life/areas/people/jane-doe/summary.md"
+    summary.write_text("# Jane Doe\n\nRuns engineering at Acme, committed by a person\n")
+    ws.git("add", "-A")
+    ws.git("commit", "-qm", "a person's own commit")
+
+    _remember(ws, "b.jsonl", "remember: company Globex: Signed in March", "2026-03-02T09:00:00Z")
+    index = ws.read(INDEX_PATH)
+    assert "— Jane Doe: Runs engineering at Acme, committed by a person" in index
+    assert index == _full_render(ws)

@@ -81,7 +81,7 @@ from memoryd.logs import get_logger
 from memoryd.state.facade import State
 from memoryd.state.meta import clear_unusable_llm, note_unusable_llm, streak_checked_since
 from memoryd.store.catalog import EntityCatalog
-from memoryd.store.catalog_snapshot import save_snapshot
+from memoryd.store.catalog_snapshot import followed_paths, save_snapshot
 from memoryd.store.git import GitStore
 from memoryd.store.hosts import record_path
 from memoryd.store.index import INDEX_PATH, update_index
@@ -342,10 +342,13 @@ class Heartbeat:
         # heartbeats skip reading every summary of the store; and this one reads only the
         # summaries of the entities it changed (or a person did), the other lines are kept.
         moved = counters.entities_created + counters.entities_archived + len(refreshed)
-        edited = any(path.startswith("life/") for path in self._foreign_paths)
+        # Others' changes: this heartbeat's commit of their edits, and the commits made since
+        # memoryd's last one that the catalogue's snapshot followed (a person's, a pull).
+        others = [*self._foreign_paths, *(followed_paths(session.catalog) or [])]
+        edited = any(path.startswith("life/") for path in others)
         if moved + counters.entities_reactivated or edited or not uow.exists(INDEX_PATH):
             changed = {*session.catalog.changed_refs(), *refreshed}
-            update_index(uow, session.catalog, changed, self._foreign_paths)
+            update_index(uow, session.catalog, changed, others)
         self.report.counters = counters
         self._commit(uow, read, progress, pending)
         if cache is not None and self.report.commit and not uow.withheld:

@@ -137,6 +137,9 @@ class _Origin:
 
     base: str | None
     delta: dict[str, list[Any]] = field(default_factory=dict)  # ref -> [kind, slug, archived, doc]
+    # The store paths changed by others since the snapshot's commit, or None when the catalogue
+    # was not loaded from a snapshot (nothing is known of what changed since memoryd looked).
+    followed: list[str] | None = None
 
 
 # The catalogues this process loaded and may save (weak: a catalogue is not kept alive by it).
@@ -147,6 +150,14 @@ def loaded_completely(catalog: EntityCatalog) -> None:
     """Note that `catalog` was loaded from every entity folder, each with a regular
     `entity.json`: a snapshot of it may be saved after a commit."""
     _origins[catalog] = _Origin(base=None)
+
+
+def followed_paths(catalog: EntityCatalog) -> list[str] | None:
+    """The store paths others changed between the snapshot `catalog` was loaded from and HEAD
+    (their files may differ from what memoryd last wrote), or None when `catalog` was not
+    loaded from a snapshot."""
+    origin = _origins.get(catalog)
+    return None if origin is None or origin.followed is None else list(origin.followed)
 
 
 def load_snapshot(
@@ -192,6 +203,7 @@ def load_snapshot(
         return None
     # Folders changed by others cannot be replayed from a delta: the next save writes a base.
     origin = _Origin(base=None) if reread else _Origin(str(base["commit"]), dict(replay))
+    origin.followed = list(changed)
     _origins[catalog] = origin
     log.debug(
         "store.catalog_snapshot_loaded", entities=len(catalog), replayed=len(replay), reread=reread

@@ -11,9 +11,12 @@ the same bytes (no dates, sorted entries), so regenerating it without a change c
 `write_index` reads every entity's summary. `update_index` (the heartbeat's) reads only the
 summaries of the entities the caller names as changed: every other entity keeps its line of the
 current file when that line still starts as the catalogue renders it (ref, link, name, status),
-so its cost grows with what changed, not with the store. Stated limit: a summary changed by hand
-and committed by hand (or a hand edit of an index line's gist) shows in the index at its next
-full regeneration (the rewrite, `forget`/`supersede`, a merge), unless a heartbeat names it.
+so its cost grows with what changed, not with the store. The heartbeat names the paths others
+changed: its own commit of their edits, and the commits since its last one that the catalogue's
+snapshot followed (`memoryd.store.catalog_snapshot.followed_paths`). Stated limit: when the
+catalogue was read entity by entity instead (no snapshot, or too many changes), a summary
+changed and committed by hand keeps its old gist here until the next full regeneration (the
+rewrite, `forget`/`supersede`, a merge) or until memoryd changes that entity.
 """
 
 from __future__ import annotations
