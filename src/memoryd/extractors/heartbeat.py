@@ -343,12 +343,15 @@ class Heartbeat:
         # summaries of the entities it changed (or a person did), the other lines are kept.
         moved = counters.entities_created + counters.entities_archived + len(refreshed)
         # Others' changes: this heartbeat's commit of their edits, and the commits made since
-        # memoryd's last one that the catalogue's snapshot followed (a person's, a pull).
-        others = [*self._foreign_paths, *(followed_paths(session.catalog) or [])]
+        # memoryd's last one that the catalogue's snapshot followed (a person's, a pull). With
+        # them known, the index is patched; without (no snapshot), it is checked line by line.
+        followed = followed_paths(session.catalog)
+        others = [*self._foreign_paths, *(followed or [])]
         edited = any(path.startswith("life/") for path in others)
-        if moved + counters.entities_reactivated or edited or not uow.exists(INDEX_PATH):
+        moved += counters.entities_reactivated + edited + (followed is None)
+        if moved or not uow.exists(INDEX_PATH):
             changed = {*session.catalog.changed_refs(), *refreshed}
-            update_index(uow, session.catalog, changed, others)
+            update_index(uow, session.catalog, changed, others, complete=followed is not None)
         self.report.counters = counters
         self._commit(uow, read, progress, pending)
         if cache is not None and self.report.commit and not uow.withheld:

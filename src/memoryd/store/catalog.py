@@ -52,6 +52,11 @@ _SLUG_SHAPE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 _NESTED_BUCKETS = frozenset(
     layout.bucket.split("/", 1)[1] for layout in LAYOUTS.values() if "/" in layout.bucket
 )
+# Buckets by depth, deepest first: `areas/people` before `areas`.
+_BUCKETS = sorted(
+    ((kind, layout.bucket.split("/")) for kind, layout in LAYOUTS.items()),
+    key=lambda item: -len(item[1]),
+)
 # Reads one entity folder: (store-relative folder, kind, slug, archived) -> entity or None.
 FolderReader = Callable[[str, EntityKind, str, bool], "Entity | None"]
 # What the lookup tables index for one label: its normalized name, its look-alike skeleton, its
@@ -330,6 +335,25 @@ def _clean_aliases(aliases: Iterable[str], name: str) -> tuple[str, ...]:
         if label != name:
             cleaned.add(label)
     return tuple(sorted(cleaned))
+
+
+def bucket_entry(path: str) -> tuple[EntityKind, str] | None:
+    """The (kind, name) of the bucket entry (active or archived) a store path is in or is, or
+    None outside every bucket (`life/index.md`) or for what `load` skips (hidden names, the
+    buckets nested in `areas`). The entity it holds, if any, has the ref of that kind and
+    name."""
+    parts = path.split("/")
+    if parts[0] != LIFE:
+        return None
+    rest = parts[2:] if len(parts) > 1 and parts[1] == ARCHIVES else parts[1:]
+    for kind, bucket in _BUCKETS:
+        depth = len(bucket)
+        if len(rest) > depth and rest[:depth] == bucket:
+            name = rest[depth]
+            if name.startswith(".") or (kind == "area" and name in _NESTED_BUCKETS):
+                return None
+            return kind, name
+    return None
 
 
 def entity_at(tx: FileTransaction, folder: str) -> Entity | None:

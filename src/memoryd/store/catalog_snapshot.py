@@ -51,7 +51,13 @@ import structlog
 
 from memoryd.errors import CorruptFileError
 from memoryd.store.atomic import atomic_write_text
-from memoryd.store.catalog import _NESTED_BUCKETS, _SLUG_SHAPE, EntityCatalog, label_forms
+from memoryd.store.catalog import (
+    _NESTED_BUCKETS,
+    _SLUG_SHAPE,
+    EntityCatalog,
+    bucket_entry,
+    label_forms,
+)
 from memoryd.store.entities import (
     ARCHIVES,
     LAYOUTS,
@@ -73,11 +79,6 @@ BASE_FILE = "catalog-snapshot.json"
 DELTA_FILE = "catalog-snapshot-delta.json"
 _DELTA_LIMIT = 500
 _CHANGED_LIMIT = 200  # bucket entries changed by others read again; more: entity by entity
-# Buckets by depth, deepest first: `areas/people` before `areas`.
-_BUCKETS = sorted(
-    ((kind, layout.bucket.split("/")) for kind, layout in LAYOUTS.items()),
-    key=lambda item: -len(item[1]),
-)
 # A label whose forms are kept in the files' headers: a memoryd whose normalizing or look-alike
 # folding differs computes other forms, and the files are not used.
 _PROBE = Entity(
@@ -214,7 +215,7 @@ def load_snapshot(
 def _bring_up_to_date(catalog: EntityCatalog, changed: Sequence[str]) -> int | None:
     """Read again the bucket entries `changed` paths are in; how many, or None when the
     catalogue must be loaded entity by entity instead."""
-    names = {found for path in changed if (found := _bucket_entry(path)) is not None}
+    names = {found for path in changed if (found := bucket_entry(path)) is not None}
     if len(names) > _CHANGED_LIMIT:
         return None
     root = catalog._tx.root
@@ -246,22 +247,6 @@ def _bring_up_to_date(catalog: EntityCatalog, changed: Sequence[str]) -> int | N
         else:
             catalog._taken.discard(name)
     return len(names)
-
-
-def _bucket_entry(path: str) -> tuple[EntityKind, str] | None:
-    """The (kind, name) of the bucket entry a store path is in, or None outside every bucket."""
-    parts = path.split("/")
-    if parts[0] != LIFE:
-        return None
-    rest = parts[2:] if len(parts) > 1 and parts[1] == ARCHIVES else parts[1:]
-    for kind, bucket in _BUCKETS:
-        depth = len(bucket)
-        if len(rest) > depth and rest[:depth] == bucket:
-            name = rest[depth]
-            if name.startswith(".") or (kind == "area" and name in _NESTED_BUCKETS):
-                return None
-            return kind, name
-    return None
 
 
 def _buckets(name: str) -> list[str]:

@@ -183,3 +183,96 @@ def test_an_index_edited_by_hand_is_overwritten_whole(
     assert update_index(tx, catalog, [], [INDEX_PATH])
     assert tx.read_text(INDEX_PATH) == render_index(tx, catalog)
     assert not update_index(tx, catalog, [])
+
+
+def _seeded(store_root: Path) -> tuple[CountingTransaction, EntityCatalog]:
+    tx = CountingTransaction(store_root)
+    catalog = EntityCatalog.load(tx)
+    for name, kind in [("Jane Doe", "person"), ("Bob", "person"), ("Acme", "company")]:
+        entity = catalog.create(name, kind, today=TODAY)
+        _summary(tx, entity.summary_path, f"Gist of {name}")
+    old = catalog.create("Old Project", "project", today=TODAY)
+    catalog.set_status(old, "completed")
+    assert write_index(tx, catalog)
+    return tx, EntityCatalog.load(tx)
+
+
+def test_a_complete_update_patches_the_named_lines_only(store_root: Path) -> None:
+    tx, catalog = _seeded(store_root)
+    created = catalog.create("Zed", "company", today=TODAY)
+    bob = catalog.by_ref("people/bob")
+    assert bob is not None
+    catalog.set_status(bob, "inactive")
+    old = catalog.by_ref("projects/old-project")
+    assert old is not None
+    catalog.set_status(old, "active")
+    _summary(tx, "life/areas/people/jane-doe/summary.md", "Edited and committed by a person")
+    tx.reads.clear()
+
+    assert update_index(
+        tx,
+        catalog,
+        catalog.changed_refs(),
+        ["life/areas/people/jane-doe/summary.md", "life/index.md.unrelated"],
+        complete=True,
+    )
+    summaries = sorted(path for path in tx.reads if path.endswith("summary.md"))
+    assert summaries == sorted(
+        [
+            created.summary_path,
+            "life/archives/areas/people/bob/summary.md",
+            "life/projects/old-project/summary.md",
+            "life/areas/people/jane-doe/summary.md",
+        ]
+    )
+    assert tx.read_text(INDEX_PATH) == render_index(tx, catalog)
+    assert not update_index(tx, catalog, [], complete=True)
+
+
+def test_a_complete_update_drops_the_line_of_an_entity_deleted_by_hand(store_root: Path) -> None:
+    tx, _ = _seeded(store_root)
+    for name in ("entity.json", "items.json", "summary.md"):
+        (store_root / "life/areas/companies/acme" / name).unlink()
+    (store_root / "life/areas/companies/acme").rmdir()
+    catalog = EntityCatalog.load(tx)
+    assert update_index(tx, catalog, [], ["life/areas/companies/acme/entity.json"], complete=True)
+    text = tx.read_text(INDEX_PATH) or ""
+    assert "companies/acme" not in text
+    assert "## Companies\n\n(none)\n" in text
+    assert text == render_index(tx, catalog)
+
+
+def test_a_complete_update_falls_back_line_by_line_when_the_file_does_not_fit(
+    store_root: Path,
+) -> None:
+    tx, catalog = _seeded(store_root)
+    # Changes nobody named: an entity made without the index, and a header edited by hand.
+    made = catalog.create("Unnamed", "person", today=TODAY)
+    catalog._changed.discard(made.ref)
+    text = tx.read_text(INDEX_PATH) or ""
+    tx.write_text(INDEX_PATH, text.replace("# Index", "# My index"))
+    assert update_index(tx, catalog, [], complete=True)
+    assert tx.read_text(INDEX_PATH) == render_index(tx, catalog)
+
+    # A file that lists every entity but one it should not: the count tells.
+    other = CountingTransaction(store_root)
+    fresh = EntityCatalog.load(other)
+    ghost = "- [people/ghost](areas/people/ghost/summary.md) — Ghost: (no summary yet)"
+    text = (tx.read_text(INDEX_PATH) or "").replace("## People\n\n", f"## People\n\n{ghost}\n", 1)
+    tx.write_text(INDEX_PATH, text)
+    assert update_index(other, fresh, [], complete=True)
+    assert tx.read_text(INDEX_PATH) == render_index(tx, fresh)
+
+
+def test_a_complete_update_trusts_the_names_it_is_given(store_root: Path) -> None:
+    tx, _ = _seeded(store_root)
+    metadata = store_root / "life/areas/companies/acme/entity.json"
+    metadata.write_text(metadata.read_text().replace('"Acme"', '"Acme Corp"'))
+    catalog = EntityCatalog.load(tx)
+    created = catalog.create("Zed", "company", today=TODAY)
+    # Unnamed, the rename is not looked for: the patch takes out and puts back Zed's line only.
+    assert update_index(tx, catalog, [created.ref], complete=True)
+    assert "— Acme: Gist of Acme" in (tx.read_text(INDEX_PATH) or "")
+    # Named (as the heartbeat names what the catalogue's snapshot followed), it is rendered.
+    assert update_index(tx, catalog, [], [str(metadata.relative_to(store_root))], complete=True)
+    assert tx.read_text(INDEX_PATH) == render_index(tx, catalog)
