@@ -29,6 +29,7 @@ A stale `index.lock` left by a crashed git is handled before every index write; 
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -66,6 +67,7 @@ __all__ = [
 ]
 
 DEFAULT_BRANCH = "main"
+_OBJECT_NAME = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")  # a full SHA-1 or SHA-256 object name
 # Present in the git directory while memoryd moves its branch and work tree to another commit
 # (`memoryd.store.gittree`); no commit is made until the move is finished.
 SYNC_MARKER = "memoryd-sync.json"
@@ -206,6 +208,8 @@ class GitStore:
     def changed_since(self, commit: str) -> list[str] | None:
         """Store-relative paths that differ between `commit` and HEAD (committed changes only),
         or None when `commit` is not a commit of this repository."""
+        if not _OBJECT_NAME.fullmatch(commit):
+            return None  # never an option or a revision expression
         with self._open() as session:
             try:
                 output = session.run(

@@ -508,3 +508,24 @@ def test_a_change_staged_by_someone_in_the_store_is_not_committed_with_memoryds(
 
     assert committed_files(repo) == {"a.md"}
     assert git(repo, "diff", "--cached", "--name-only").split() == ["theirs.md"]
+
+
+def test_changed_since_names_the_store_paths_a_commit_range_changed(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    store_root = repo / "notes" / "store"
+    store_root.mkdir(parents=True)
+    (store_root / "a.md").write_text("a\n")
+    (store_root / "b.md").write_text("b\n")
+    store = store_at(store_root)
+    first = store.commit(["a.md", "b.md"], "first")
+    assert first is not None
+    (store_root / "a.md").write_text("a2\n")
+    (store_root / "b.md").unlink()
+    (repo / "outside.txt").write_text("not the store's\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "by hand")
+
+    assert store.changed_since(first) == ["a.md", "b.md"]
+    assert store.changed_since(store.head() or "") == []
+    assert store.changed_since("0" * 40) is None
+    assert store.changed_since("--output=/tmp/x") is None
