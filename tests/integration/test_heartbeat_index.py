@@ -125,3 +125,22 @@ def test_a_summary_a_person_committed_shows_in_the_next_index(ws: Workspace) -> 
     index = ws.read(INDEX_PATH)
     assert "— Jane Doe: Runs engineering at Acme, committed by a person" in index
     assert index == _full_render(ws)
+
+
+def test_an_index_another_commit_changed_is_checked_line_by_line(ws: Workspace) -> None:
+    _remember(
+        ws, "a.jsonl", "remember: person Jane Doe: Joined Acme as CTO", "2026-03-01T09:00:00Z"
+    )
+    _remember(ws, "b.jsonl", "remember: person Bob Roe: Runs sales", "2026-03-02T09:00:00Z")
+    # Another host's older index, pulled: Bob's line is missing and Jane's names her wrongly.
+    index = ws.store / INDEX_PATH
+    lines = [
+        line.replace("— Jane Doe:", "— Jane D.:")
+        for line in index.read_text().splitlines()
+        if "people/bob-roe" not in line
+    ]
+    index.write_text("\n".join(lines) + "\n")
+    ws.git("commit", "-qam", "another host's index")
+
+    _remember(ws, "c.jsonl", "remember: company Globex: Signed in March", "2026-03-03T09:00:00Z")
+    assert ws.read(INDEX_PATH) == _full_render(ws)

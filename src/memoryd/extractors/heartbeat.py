@@ -345,13 +345,16 @@ class Heartbeat:
         # Others' changes: this heartbeat's commit of their edits, and the commits made since
         # memoryd's last one that the catalogue's snapshot followed (a person's, a pull). With
         # them known, the index is patched; without (no snapshot), it is checked line by line.
+        # An index another commit changed (another host's memoryd, a merge, a person's commit)
+        # is checked line by line, not overwritten whole as an uncommitted hand edit is.
         followed = followed_paths(session.catalog)
-        others = [*self._foreign_paths, *(followed or [])]
+        others = [*self._foreign_paths, *(p for p in followed or () if p != INDEX_PATH)]
         edited = any(path.startswith("life/") for path in others)
-        moved += counters.entities_reactivated + edited + (followed is None)
+        complete = followed is not None and INDEX_PATH not in followed
+        moved += counters.entities_reactivated + edited + (not complete)
         if moved or not uow.exists(INDEX_PATH):
             changed = {*session.catalog.changed_refs(), *refreshed}
-            update_index(uow, session.catalog, changed, others, complete=followed is not None)
+            update_index(uow, session.catalog, changed, others, complete=complete)
         self.report.counters = counters
         self._commit(uow, read, progress, pending)
         if cache is not None and self.report.commit and not uow.withheld:
