@@ -14,7 +14,9 @@ loopback through the real SDK; data is built under `$TMPDIR/memoryd-bench/heartb
 3. Idle heartbeat: `--files` transcript files already consumed, nothing new; `memoryd
    heartbeat` as a subprocess (the console entry point, provider "anthropic"), median wall time.
 4. Big store: a store of 5,000 entities / 100,000 facts (`--entities`) against a fresh one, a
-   5-chunk heartbeat (instant answers) as a subprocess: wall and CPU (user + system).
+   5-chunk heartbeat (instant answers) as a subprocess: wall and CPU (user + system), median of
+   `--runs` heartbeats after one untimed heartbeat of the same shape (each files 5 new facts
+   and entities); the two stores take turns.
 
 `--label before|after` keeps each run's figures in `$TMPDIR/memoryd-bench/heartbeat/<label>.json`;
 the `## Heartbeat` section of BENCHMARKS.md shows both side by side. To measure an older memoryd,
@@ -59,7 +61,10 @@ TOOL_OUTPUT = "".join(
     f"tests/test_{n:03d}.py::test_case PASSED [{n % 100:3d}%]\n" for n in range(60)
 )
 _REMEMBER = re.compile(r"^remember: (\w+) ([^:]+): (.+)$", re.MULTILINE)
-_FENCE = re.compile(r"<<<(MEMORYD-[0-9A-F]+) BEGIN>>>\n(.*?)\n<<<\1 END>>>", re.DOTALL)
+# A fenced transcript: one chunk alone (`BEGIN`), or one section of a shared call (`BEGIN s2`).
+_FENCE = re.compile(
+    r"<<<(MEMORYD-[0-9A-F]+) BEGIN( s\d+)?>>>\n(.*?)\n<<<\1 END( s\d+)?>>>", re.DOTALL
+)
 
 
 # -- the fake model ---------------------------------------------------------------------------
@@ -76,11 +81,12 @@ def marker_answer(request: RecordedRequest, delay: float) -> ToolUse:
     """Facts for the `remember:` lines of the fenced transcript(s), after `delay` seconds."""
     facts: list[dict[str, Any]] = []
     entities: list[dict[str, Any]] = []
-    for _nonce, body in _FENCE.findall(_user_text(request)):
+    for _nonce, section, body, _end in _FENCE.findall(_user_text(request)):
         for kind, name, fact in _REMEMBER.findall(body):
-            facts.append(
-                {"entity": {"name": name, "kind": kind}, "fact": fact, "category": "status"}
-            )
+            filed = {"entity": {"name": name, "kind": kind}, "fact": fact, "category": "status"}
+            if section:  # a shared call: every fact names its section
+                filed["section"] = section.strip()
+            facts.append(filed)
             entities.append({"name": name, "kind": kind, "significant": True})
     return ToolUse({"facts": facts, "entities": entities}, delay_seconds=delay)
 
@@ -293,11 +299,13 @@ def big_store(options: argparse.Namespace) -> dict[str, Any]:
     big_source = REWRITE_DATA / f"store-{options.entities}"
     generate(big_source, options.entities)
     figures: dict[str, Any] = {"entities": options.entities}
-    for kind in ("fresh", "big"):
+    kinds = ("fresh", "big")
+    workspaces: dict[str, Workspace] = {}
+    for kind in kinds:
         root = DATA / f"store-{kind}"
         if root.exists():
             shutil.rmtree(root)
-        ws = Workspace(root)
+        ws = workspaces[kind] = Workspace(root)
         ws.init()
         if kind == "big":
             shutil.rmtree(ws.store)
@@ -308,20 +316,34 @@ def big_store(options: argparse.Namespace) -> dict[str, Any]:
                 cwd=ws.store,
                 check=True,
             )
-        walls, cpus, idles = [], [], []
-        with instant_server() as server:
-            config = write_config(root, server.base_url, provider="anthropic")
-            run_memoryd(config, options.src)  # first sight of the (empty) source
-            for rep in range(options.runs):
+    samples: dict[str, tuple[list[float], list[float], list[float]]] = {
+        kind: ([], [], []) for kind in kinds
+    }
+    with instant_server() as server:
+        configs = {
+            kind: write_config(ws.root, server.base_url, provider="anthropic")
+            for kind, ws in workspaces.items()
+        }
+        for kind in kinds:
+            run_memoryd(configs[kind], options.src)  # first sight of the (empty) source
+        # Rep 0 warms up, untimed: the first heartbeat that files something builds what
+        # later ones keep (the search index, the entity catalogue's cache and snapshot),
+        # which on the big store costs several seconds once; the timed reps are the
+        # heartbeats of a store in use. The two stores take turns, in alternating order, so
+        # that a change of the shared machine's load weighs on both alike.
+        for rep in range(options.runs + 1):
+            for kind in kinds if rep % 2 else kinds[::-1]:
                 for number in range(5):
-                    day = datetime(2026, 11, 1, 9, tzinfo=UTC) + timedelta(days=rep, hours=number)
                     rows = conversation(number, rep, shared=False, filler_lines=4)
-                    ws.write_log(f"r{rep}-{number}.jsonl", rows)
-                    del day
-                wall, cpu, _code = run_memoryd(config, options.src)
-                walls.append(wall)
-                cpus.append(cpu)
-                idles.append(run_memoryd(config, options.src)[0])
+                    workspaces[kind].write_log(f"r{rep}-{number}.jsonl", rows)
+                wall, cpu, _code = run_memoryd(configs[kind], options.src)
+                idle_wall = run_memoryd(configs[kind], options.src)[0]
+                if rep:
+                    walls, cpus, idles = samples[kind]
+                    walls.append(wall)
+                    cpus.append(cpu)
+                    idles.append(idle_wall)
+    for kind, (walls, cpus, idles) in samples.items():
         figures[kind] = {
             "wall": statistics.median(walls),
             "cpu": statistics.median(cpus),

@@ -91,13 +91,19 @@ class StoreSession:
         today: date,
         host_code: int | None = None,
         catalog_cache: Path | None = None,
+        catalog_head: str | None = None,
+        catalog_changes: Callable[[str], Sequence[str] | None] | None = None,
     ) -> StoreSession:
         """`host_code`: this host's fact-id code in a store shared by several hosts;
-        `catalog_cache`: where the entity catalogue is cached (`memoryd.store.catalog_cache`)."""
+        `catalog_cache`: where the entity catalogue is cached (`memoryd.store.catalog_cache`);
+        `catalog_head`: the commit the entity folders are known to be exactly (its snapshot);
+        `catalog_changes`: the store paths changed since a commit (`GitStore.changed_since`)."""
         if catalog_cache is None:
             catalog = EntityCatalog.load(tx)
         else:
-            catalog = load_catalog(tx, catalog_cache)
+            catalog = load_catalog(
+                tx, catalog_cache, head=catalog_head, changed_since=catalog_changes
+            )
         facts = FactBook(tx, catalog, host_code=host_code)
         return cls(tx, catalog, facts, skills_dir, tacit_file, today)
 

@@ -186,6 +186,15 @@ class Heartbeat:
         # for the chunks after the first (`memoryd.extractors.sharing`).
         self.groups: dict[str, list[Chunk]] = {}
         self.group_answers: dict[str, RecordMemories] = {}
+        # Paths of the edits made outside memoryd, committed by this heartbeat: their entities'
+        # lines of life/index.md are rendered again (`update_index`).
+        self._foreign_paths: list[str] = []
+        # Others' edits left uncommitted (withheld by the secret scan): while one is under
+        # life/, the entity catalogue is not taken from its snapshot of HEAD.
+        self._withheld: set[str] = set()
+        # What this heartbeat's commits changed (others' edits and its own): the search index
+        # is refreshed from these after it (`memoryd.jobs.reading.refresh_search_after_commit`).
+        self.committed_paths: list[str] = []
 
     # -- the whole heartbeat ------------------------------------------------------------------
 
@@ -196,6 +205,9 @@ class Heartbeat:
         log.info("heartbeat.started", run_id=self.run_id)
         foreign = UnitOfWork(self.git).commit_foreign_edits(self.scan_secrets)
         self.report.foreign_commit = foreign.commit
+        self._foreign_paths = [*foreign.committed, *(w.path for w in foreign.withheld)]
+        self._withheld = {w.path for w in foreign.withheld}
+        self.committed_paths += foreign.committed
         read = self._intake(index_mentions=True)
         self.report.sources_unreadable = dict(read.unreadable)
         chunks = chronological(read.chunks + requeued_chunks(self.state))
@@ -246,7 +258,10 @@ class Heartbeat:
                 # Someone edited a file between our read and our write: re-read and re-apply
                 # (answers are reused from the journal, so this costs no model calls).
                 log.warning("heartbeat.replanned", path=str(error.path), attempt=attempt + 1)
-                UnitOfWork(self.git).commit_foreign_edits(self.scan_secrets)
+                again = UnitOfWork(self.git).commit_foreign_edits(self.scan_secrets)
+                self._foreign_paths += [*again.committed, *(w.path for w in again.withheld)]
+                self._withheld = {w.path for w in again.withheld}
+                self.committed_paths += again.committed
         else:
             # The store kept changing under us: nothing of this heartbeat was written; its
             # answers are journalled, so the next heartbeat files them without calling the model.
@@ -297,17 +312,24 @@ class Heartbeat:
     ) -> None:
         from memoryd.extractors.apply import StoreSession  # noqa: PLC0415
         from memoryd.extractors.pending import PendingOverlay  # noqa: PLC0415
-        from memoryd.store.index import INDEX_PATH, write_index  # noqa: PLC0415
+        from memoryd.store.catalog_snapshot import followed_paths, save_snapshot  # noqa: PLC0415
+        from memoryd.store.index import INDEX_PATH, update_index  # noqa: PLC0415
         from memoryd.store.reads import apply_reads  # noqa: PLC0415
 
         uow = UnitOfWork(self.git)
+        cache = self.settings.catalog_cache
+        # Others' edits were just committed: unless some were withheld, the entity folders are
+        # HEAD's, and the catalogue may come from its snapshot of HEAD.
+        clean = cache is not None and not any(p.startswith("life/") for p in self._withheld)
         session = StoreSession.open(
             uow,
             skills_dir=self.settings.skills_dir,
             tacit_file=self.settings.tacit_file,
             today=self.clock().astimezone(self.settings.zone).date(),
             host_code=self.settings.host_code,
-            catalog_cache=self.settings.catalog_cache,
+            catalog_cache=cache,
+            catalog_head=self.git.head() if clean else None,
+            catalog_changes=self.git.changed_since,
         )
         pending = PendingOverlay(self.state.pending)
         counters = ApplyCounters()
@@ -332,12 +354,26 @@ class Heartbeat:
             refreshed = self.refresh_summaries(uow, session.catalog, saved, session.today)
         # The index lists entities (ref, name, bucket) with their summaries' gists; a heartbeat
         # changes it only by creating or moving entities or refreshing summaries, so the other
-        # heartbeats skip reading every summary of the store.
+        # heartbeats skip reading every summary of the store; and this one reads only the
+        # summaries of the entities it changed (or a person did), the other lines are kept.
         moved = counters.entities_created + counters.entities_archived + len(refreshed)
-        if moved + counters.entities_reactivated or not uow.exists(INDEX_PATH):
-            write_index(uow, session.catalog)
+        # Others' changes: this heartbeat's commit of their edits, and the commits made since
+        # memoryd's last one that the catalogue's snapshot followed (a person's, a pull). With
+        # them known, the index is patched; without (no snapshot), it is checked line by line.
+        # An index another commit changed (another host's memoryd, a merge, a person's commit)
+        # is checked line by line, not overwritten whole as an uncommitted hand edit is.
+        followed = followed_paths(session.catalog)
+        others = [*self._foreign_paths, *(p for p in followed or () if p != INDEX_PATH)]
+        edited = any(path.startswith("life/") for path in others)
+        complete = followed is not None and INDEX_PATH not in followed
+        moved += counters.entities_reactivated + edited + (not complete)
+        if moved or not uow.exists(INDEX_PATH):
+            changed = {*session.catalog.changed_refs(), *refreshed}
+            update_index(uow, session.catalog, changed, others, complete=complete)
         self.report.counters = counters
         self._commit(uow, read, progress, pending)
+        if cache is not None and self.report.commit and not uow.withheld:
+            save_snapshot(session.catalog, cache, self.report.commit)
 
     def _apply_all(
         self,
@@ -673,6 +709,7 @@ class Heartbeat:
                 {RUN_TRAILER: self.run_id, **self._trailers()},
                 scanner=self.scan_secrets,
             )
+            self.committed_paths += [write.path for write in plan]
         finalize_heartbeat(self.state, intent, self.report.commit, self.clock())
         self.reads_filed = True
         if self.report.outcome == "nothing-new" and (progress.done or self.report.commit):

@@ -166,7 +166,7 @@ def run_heartbeat(
     if report.commit or report.foreign_commit:
         from memoryd.jobs.reading import refresh_search_after_commit  # noqa: PLC0415 - see the top
 
-        refresh_search_after_commit(settings, env)
+        refresh_search_after_commit(settings, env, paths=heartbeat.committed_paths)
     return report
 
 

@@ -113,20 +113,30 @@ def search_store(
     return hits
 
 
-def refresh_search_index(settings: Settings, env: Environment) -> None:
-    """Bring the search index up to date (after a commit)."""
+def refresh_search_index(
+    settings: Settings, env: Environment, paths: Sequence[str] | None = None
+) -> None:
+    """Bring the search index up to date (after a commit; with `paths`, those files only)."""
     with SearchIndex.open(search_index_folder(settings, env), settings.store.path) as index:
-        index.refresh(tacit_file=settings.store.tacit_file, skills_dir=settings.store.skills_dir)
+        index.refresh(
+            tacit_file=settings.store.tacit_file,
+            skills_dir=settings.store.skills_dir,
+            paths=paths,
+        )
 
 
-def refresh_search_after_commit(settings: Settings, env: Environment) -> None:
+def refresh_search_after_commit(
+    settings: Settings, env: Environment, paths: Sequence[str] | None = None
+) -> None:
     """Bring the search index up to date with a commit just made, once the writer's lock is
-    released. `search` also catches up before each query, so a failure here (logged) only costs
-    the next search the catching up."""
+    released; `paths`: the store paths the commit changed, when known (the refresh then costs
+    what changed, not a look at every file of the store). `search` also catches up before each
+    query, so a failure here (logged), or an edit made by hand, only costs the next search the
+    catching up."""
 
     def refresh() -> None:
         try:
-            refresh_search_index(settings, env)
+            refresh_search_index(settings, env, paths)
         except (sqlite3.Error, OSError, MemorydError) as error:
             log.warning("search.refresh_failed", error=str(error))
 

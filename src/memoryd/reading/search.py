@@ -18,9 +18,10 @@ fact beats the one it replaced. Ties go by kind, then id, so the order is stable
 The index is a cache in its own database file beside the state database (`search.sqlite`), never
 the truth: deleting it only costs a rebuild. It is brought up to date incrementally — per file,
 by size, modification time and inode, only the files that changed are read again, so a commit's few
-changed files cost a few parses — by the heartbeat after each commit and by every search before
-it queries (so it is current even when the store was edited by hand). Several readers may
-refresh at once; SQLite serializes them.
+changed files cost a few parses — by the heartbeat after each commit (from the paths its commits
+changed: no look at the other files, so the cost follows the commit, not the store) and by every
+search before it queries (every file: current even when the store was edited by hand or pulled).
+Several readers may refresh at once; SQLite serializes them.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ import contextlib
 import os
 import re
 import sqlite3
-from collections.abc import Iterator, Sequence
+import stat
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -122,17 +124,40 @@ class SearchIndex:
 
     # -- keeping it current ----------------------------------------------------------------
 
-    def refresh(self, *, tacit_file: str, skills_dir: str) -> RefreshStats:
+    def refresh(
+        self, *, tacit_file: str, skills_dir: str, paths: Iterable[str] | None = None
+    ) -> RefreshStats:
         """Read again every indexed file whose size or modification time changed, add new ones,
-        drop gone ones. One transaction: a concurrent search sees the old or the new state."""
-        on_disk = self._scan(tacit_file, skills_dir)
-        with self._transaction():
-            known = {
-                path: (mtime, size, inode)
-                for path, mtime, size, inode in self._db.execute(
-                    "SELECT path, mtime_ns, size, inode FROM files"
-                )
+        drop gone ones. One transaction: a concurrent search sees the old or the new state.
+
+        `paths` (store-relative: what a commit just changed) limits the refresh to those files,
+        so that its cost follows the commit, not the store (an index still empty is built
+        whole); a search refreshes everything before it queries, so edits made by hand and
+        pulls are seen then."""
+        scope = (
+            None if paths is None or self._empty() else _indexable(paths, tacit_file, skills_dir)
+        )
+        if scope is None:
+            on_disk = self._scan(tacit_file, skills_dir)
+        else:
+            root = str(self._store.root)
+            on_disk = {
+                path: found
+                for path, base in scope.items()
+                if (found := _stamp(root, path, base)) is not None
             }
+        with self._transaction():
+            query = "SELECT path, mtime_ns, size, inode FROM files"
+            rows = (
+                self._db.execute(query).fetchall()
+                if scope is None
+                else [
+                    row
+                    for path in scope
+                    for row in self._db.execute(f"{query} WHERE path = ?", (path,))
+                ]
+            )
+            known = {path: (mtime, size, inode) for path, mtime, size, inode in rows}
             gone = sorted(set(known) - set(on_disk))
             changed = sorted(path for path, stamp in on_disk.items() if known.get(path) != stamp)
             for path in gone:
@@ -150,6 +175,9 @@ class SearchIndex:
         if changed or gone:
             log.info("search.refreshed", files_read=len(changed), files_dropped=len(gone))
         return RefreshStats(len(changed), len(gone))
+
+    def _empty(self) -> bool:
+        return self._db.execute("SELECT 1 FROM files LIMIT 1").fetchone() is None
 
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[None]:
@@ -178,11 +206,11 @@ class SearchIndex:
             if entry.name.endswith(".md") and entry.name != "README.md":
                 found[relative] = stamp(entry)
         try:
-            stat = os.lstat(os.path.join(root, tacit_file))
+            info = os.lstat(os.path.join(root, tacit_file))
         except OSError:
             pass
         else:
-            found[tacit_file] = (stat.st_mtime_ns, stat.st_size, stat.st_ino)
+            found[tacit_file] = (info.st_mtime_ns, info.st_size, info.st_ino)
         return found
 
     def _refs(self, paths: Sequence[str]) -> dict[str, tuple[str, str]]:
@@ -301,6 +329,50 @@ class SearchIndex:
             tier = _tier(kind, status, last_used, uses, today=today, rule=rule)
             hits.append(Hit(kind, id_, ref, path, line, text, status, tier, -bm25 * WEIGHTS[tier]))
         return hits
+
+
+def _indexable(paths: Iterable[str], tacit_file: str, skills_dir: str) -> dict[str, str | None]:
+    """Those of `paths` a full scan (`SearchIndex._scan`) would look at, by their names alone
+    (entity files below `life/`, daily notes, skills files, the tacit file; no hidden name
+    below the folder scanned), each with that folder (None for the tacit file)."""
+    found: dict[str, str | None] = {}
+    for path in sorted(set(paths)):
+        name = path.rpartition("/")[2]
+        if path == tacit_file:
+            found[path] = None
+        elif path.startswith(f"{LIFE}/") and name in (ITEMS_FILE, SUMMARY_FILE):
+            found[path] = LIFE
+        elif path.startswith(f"{NOTES_DIR}/") and path.count("/") == NOTES_DIR.count("/") + 1:
+            if NOTE_NAME.match(name):
+                found[path] = NOTES_DIR
+        elif path.startswith(f"{skills_dir}/") and name.endswith(".md") and name != "README.md":
+            found[path] = skills_dir
+    return {
+        path: base
+        for path, base in found.items()
+        if base is None
+        or not any(not part or part.startswith(".") for part in path[len(base) + 1 :].split("/"))
+    }
+
+
+def _stamp(root: str, path: str, base: str | None) -> tuple[int, int, int] | None:
+    """A file's (mtime_ns, size, inode) as the full scan finds it below `base`: a regular file
+    reached without a symbolic link on the way (the tacit file: whatever it is), else None."""
+    try:
+        if base is None:
+            found = os.lstat(os.path.join(root, path))
+            return (found.st_mtime_ns, found.st_size, found.st_ino)
+        below = path[len(base) + 1 :].split("/")
+        for end in range(1, len(below)):
+            folder = os.path.join(root, base, *below[:end])
+            if not stat.S_ISDIR(os.lstat(folder).st_mode):
+                return None
+        found = os.lstat(os.path.join(root, path))
+    except OSError:
+        return None
+    if not stat.S_ISREG(found.st_mode):
+        return None
+    return (found.st_mtime_ns, found.st_size, found.st_ino)
 
 
 def _tier(

@@ -52,6 +52,11 @@ _SLUG_SHAPE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 _NESTED_BUCKETS = frozenset(
     layout.bucket.split("/", 1)[1] for layout in LAYOUTS.values() if "/" in layout.bucket
 )
+# Buckets by depth, deepest first: `areas/people` before `areas`.
+_BUCKETS = sorted(
+    ((kind, layout.bucket.split("/")) for kind, layout in LAYOUTS.items()),
+    key=lambda item: -len(item[1]),
+)
 # Reads one entity folder: (store-relative folder, kind, slug, archived) -> entity or None.
 FolderReader = Callable[[str, EntityKind, str, bool], "Entity | None"]
 # What the lookup tables index for one label: its normalized name, its look-alike skeleton, its
@@ -73,6 +78,10 @@ class EntityCatalog:
         self._by_normalized: dict[str, set[str]] = {}
         self._by_skeleton: dict[str, set[str]] = {}
         self._mentions: LabelMatcher[str] = LabelMatcher()
+        self._changed: set[str] = set()  # refs created or changed since the load
+        # False once an entity found changed on disk was registered over its loaded self: the
+        # tables (labels only grow) may then hold labels a fresh load would not.
+        self.exact_labels = True
 
     @classmethod
     def load(
@@ -170,6 +179,11 @@ class EntityCatalog:
                 return found
         return None
 
+    def changed_refs(self) -> set[str]:
+        """Refs of the entities created or changed through this catalogue since it was loaded,
+        or found changed on disk when about to be changed (`life/index.md` re-reads these)."""
+        return set(self._changed)
+
     def mentioned_in(self, text: str) -> list[Entity]:
         """Entities whose name, an alias or normalized name occurs in `text` as whole words
         (case- and accent-insensitive), sorted by ref."""
@@ -215,6 +229,7 @@ class EntityCatalog:
         self._tx.write_text(entity.summary_path, f"# {entity.name}\n")
         self._taken.add(entity.slug)
         self._register(entity)
+        self._changed.add(entity.ref)
         return entity
 
     def add_aliases(self, entity: Entity, aliases: Iterable[str]) -> Entity:
@@ -227,6 +242,7 @@ class EntityCatalog:
         updated = replace(current, aliases=merged)
         self._tx.write_text(updated.metadata_path, render_metadata(updated))
         self._register(updated)
+        self._changed.add(updated.ref)
         return updated
 
     def set_status(self, entity: Entity, status: str) -> Entity:
@@ -246,6 +262,7 @@ class EntityCatalog:
             self._tx.move_dir(current.folder, updated.folder)
         self._tx.write_text(updated.metadata_path, render_metadata(updated))
         self._register(updated)
+        self._changed.add(updated.ref)
         return updated
 
     # --- internals -----------------------------------------------------------------------------
@@ -259,6 +276,8 @@ class EntityCatalog:
         found = self._read_folder(current.folder, current.kind, current.slug, current.archived)
         if found is not None and (found != current or found.extra != current.extra):
             self._register(found)
+            self._changed.add(found.ref)
+            self.exact_labels = False
             current = found
         return current
 
@@ -316,6 +335,25 @@ def _clean_aliases(aliases: Iterable[str], name: str) -> tuple[str, ...]:
         if label != name:
             cleaned.add(label)
     return tuple(sorted(cleaned))
+
+
+def bucket_entry(path: str) -> tuple[EntityKind, str] | None:
+    """The (kind, name) of the bucket entry (active or archived) a store path is in or is, or
+    None outside every bucket (`life/index.md`) or for what `load` skips (hidden names, the
+    buckets nested in `areas`). The entity it holds, if any, has the ref of that kind and
+    name."""
+    parts = path.split("/")
+    if parts[0] != LIFE:
+        return None
+    rest = parts[2:] if len(parts) > 1 and parts[1] == ARCHIVES else parts[1:]
+    for kind, bucket in _BUCKETS:
+        depth = len(bucket)
+        if len(rest) > depth and rest[:depth] == bucket:
+            name = rest[depth]
+            if name.startswith(".") or (kind == "area" and name in _NESTED_BUCKETS):
+                return None
+            return kind, name
+    return None
 
 
 def entity_at(tx: FileTransaction, folder: str) -> Entity | None:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import os
 import stat
-from datetime import date
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,18 +33,23 @@ import structlog
 
 from memoryd.store.atomic import atomic_write_text
 from memoryd.store.catalog import EntityCatalog, LabelForms, label_forms
-from memoryd.store.entities import METADATA_FILE, Entity, InvalidEntityError, check_status
+from memoryd.store.catalog_snapshot import (
+    entity_document,
+    entity_from_document,
+    load_snapshot,
+    loaded_completely,
+    probe,
+)
+from memoryd.store.entities import METADATA_FILE, Entity
 from memoryd.store.transaction import FileTransaction
 from memoryd.store.vocabulary import EntityKind
 
 log = structlog.get_logger(__name__)
 
 CACHE_VERSION = 2
-# A label whose forms are kept in the cache's header: a memoryd whose normalizing or look-alike
-# folding differs computes other forms, and the whole cache is then read again.
-_PROBE = Entity(
-    name="Zo\u00eb \u013f'Acme-42 \u216b", kind="person", slug="probe", aliases=("\uff21cme",)
-)
+# The probe label's forms are kept in the cache's header (`catalog_snapshot.probe`): a memoryd
+# whose normalizing or look-alike folding differs computes other forms, and the whole cache is
+# then read again.
 CACHE_FILE = "catalog-cache.json"  # its name in the state directory
 _Key = list[int]
 
@@ -60,24 +65,40 @@ def stat_key(path: str | Path) -> _Key | None:
     return [info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns]
 
 
-def load_catalog(tx: FileTransaction, cache_file: Path) -> EntityCatalog:
+def load_catalog(
+    tx: FileTransaction,
+    cache_file: Path,
+    *,
+    head: str | None = None,
+    changed_since: Callable[[str], Sequence[str] | None] | None = None,
+) -> EntityCatalog:
     """The store's catalogue as `EntityCatalog.load(tx)` reads it, from `cache_file` where the
-    files are unchanged; the cache is brought up to date. Raise as `EntityCatalog.load`."""
+    files are unchanged; the cache is brought up to date. Raise as `EntityCatalog.load`.
+
+    `head`: given when the caller knows the entity folders are exactly that commit (HEAD, and
+    nothing under `life/` uncommitted); the catalogue then comes whole from its snapshot when
+    one was saved at `head` (`memoryd.store.catalog_snapshot`), without a step per entity, or
+    at an earlier commit whose changes since (`changed_since`) are few."""
+    if head is not None:
+        snapshot = load_snapshot(tx, cache_file, head, changed_since)
+        if snapshot is not None:
+            return snapshot
     root = tx.root
     base = str(root)
     cached = _read_cache(cache_file, root)
     kept: dict[str, list[Any]] = {}
     known_forms: dict[str, list[LabelForms]] = {}
     reads = 0
+    incomplete = False  # a folder without a regular entity.json, read every time
     reader = EntityCatalog(tx)
 
     def read(folder: str, kind: EntityKind, slug: str, archived: bool) -> Entity | None:
-        nonlocal reads
+        nonlocal reads, incomplete
         # The key before the read: a file changed in between is read again next time.
         key = _folder_key(base, folder)
         hit = cached.get(folder)
         if key is not None and hit is not None and hit[0] == key:
-            entity = _entity(hit[1], kind, slug, archived)
+            entity = entity_from_document(hit[1], kind, slug, archived)
             forms = _forms(hit[2])
             if entity is not None and forms is not None:
                 kept[folder] = hit
@@ -85,15 +106,18 @@ def load_catalog(tx: FileTransaction, cache_file: Path) -> EntityCatalog:
                 return entity
         reads += 1
         entity = reader._read_folder(folder, kind, slug, archived)
+        incomplete = incomplete or (key is None and entity is not None)
         if key is not None and entity is not None:
             forms = label_forms(entity)
-            kept[folder] = [key, _document(entity), forms]
+            kept[folder] = [key, entity_document(entity), forms]
             known_forms[entity.ref] = forms
         return entity
 
     catalog = EntityCatalog.load(tx, read_folder=read, forms=lambda e: known_forms.get(e.ref))
     if reads or kept.keys() != cached.keys():
         _write_cache(cache_file, root, kept)
+    if not incomplete:
+        loaded_completely(catalog)
     log.debug("store.catalog_loaded", entities=len(catalog), read=reads, cached=len(kept))
     return catalog
 
@@ -109,34 +133,6 @@ def _folder_key(root: str, folder: str) -> _Key | None:
     return stat_key(f"{where}/{METADATA_FILE}")
 
 
-def _document(entity: Entity) -> dict[str, Any]:
-    return {
-        "name": entity.name,
-        "status": entity.status,
-        "aliases": list(entity.aliases),
-        "created": entity.created.isoformat() if entity.created else None,
-        "extra": entity.extra,
-    }
-
-
-def _entity(document: Any, kind: EntityKind, slug: str, archived: bool) -> Entity | None:
-    """The cached entity, or None when the entry is not one this code wrote."""
-    try:
-        created = document["created"]
-        return Entity(
-            name=str(document["name"]),
-            kind=kind,
-            slug=slug,
-            status=check_status(str(document["status"])),
-            aliases=tuple(str(alias) for alias in document["aliases"]),
-            created=date.fromisoformat(created) if created else None,
-            archived=archived,
-            extra=dict(document["extra"]),
-        )
-    except (KeyError, TypeError, ValueError, InvalidEntityError):
-        return None
-
-
 def _forms(cached: Any) -> list[LabelForms] | None:
     """The cached label forms, or None when they are not what this code wrote."""
     try:
@@ -148,10 +144,6 @@ def _forms(cached: Any) -> list[LabelForms] | None:
         return None
 
 
-def _probe() -> list[list[Any]]:
-    return [[a, b, list(c), list(d)] for a, b, c, d in label_forms(_PROBE)]
-
-
 def _read_cache(cache_file: Path, root: Path) -> dict[str, list[Any]]:
     try:
         document = json.loads(cache_file.read_text(encoding="utf-8"))
@@ -161,7 +153,7 @@ def _read_cache(cache_file: Path, root: Path) -> dict[str, list[Any]]:
         not isinstance(document, dict)
         or document.get("version") != CACHE_VERSION
         or document.get("root") != str(root)
-        or document.get("probe") != _probe()
+        or document.get("probe") != probe()
         or not isinstance(document.get("folders"), dict)
     ):
         return {}
@@ -176,7 +168,7 @@ def _write_cache(cache_file: Path, root: Path, folders: dict[str, list[Any]]) ->
     document = {
         "version": CACHE_VERSION,
         "root": str(root),
-        "probe": _probe(),
+        "probe": probe(),
         "folders": folders,
     }
     try:

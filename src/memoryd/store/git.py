@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import subprocess
 import time
@@ -68,6 +69,7 @@ __all__ = [
 ]
 
 DEFAULT_BRANCH = "main"
+_OBJECT_NAME = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")  # a full SHA-1 or SHA-256 object name
 # Present in the git directory while memoryd moves its branch and work tree to another commit
 # (`memoryd.store.gittree`); no commit is made until the move is finished.
 SYNC_MARKER = "memoryd-sync.json"
@@ -203,6 +205,22 @@ class GitStore:
         with self._open() as session:
             return session.head()
 
+    def changed_since(self, commit: str) -> list[str] | None:
+        """Store-relative paths that differ between `commit` and HEAD (committed changes only),
+        or None when `commit` is not a commit of this repository."""
+        if not _OBJECT_NAME.fullmatch(commit):
+            return None  # never an option or a revision expression
+        with self._open() as session:
+            try:
+                output = session.run(
+                    "diff", "--name-only", "-z", "--no-renames", f"{commit}^{{commit}}", "HEAD",
+                    "--", *session.store_pathspec(),
+                )  # fmt: skip
+            except GitError:
+                return None
+            found = (session.to_store_relative(entry) for entry in output.split("\0") if entry)
+            return sorted(path for path in found if path is not None)
+
     def store_identity(self) -> str | None:
         """What tells this store from any other: the first commit of its history and the store
         folder's path in the work tree (clones of one store share it; another repository, or
@@ -288,12 +306,23 @@ class GitStore:
             # --force: a path memoryd names is store content even if a .gitignore matches it
             # (`*.json`); the store folder itself was checked above not to be ignored.
             session.run_with_pathspecs(["add", "--all", "--force"], stageable)
-            changed = session.staged_changes(stageable)
+            staged = session.staged_everywhere()
+            changed = (
+                session.staged_changes(stageable)
+                if staged is None
+                else sorted(under(staged, stageable))
+            )
             if not changed:
                 return None
-            session.run_with_pathspecs(
-                ["commit", "--quiet", "--no-verify", "--only", "-m", message], changed
-            )
+            if staged is not None and staged == set(changed):
+                # Nothing else is staged: the index is HEAD plus these paths, and a plain commit
+                # records the same tree without `--only`'s temporary index (a second write of
+                # the whole index, costly on a big store).
+                session.run("commit", "--quiet", "--no-verify", "-m", message)
+            else:
+                session.run_with_pathspecs(
+                    ["commit", "--quiet", "--no-verify", "--only", "-m", message], changed
+                )
             sha = session.head()
         log.info("store.committed", commit=sha, paths=len(changed))
         return sha
@@ -550,6 +579,14 @@ class _Session:
         """Index entries at or below the given repo-relative pathspecs."""
         output = self.run("ls-files", "--cached", "-z", "--", *self.store_pathspec())
         return under({entry for entry in output.split("\0") if entry}, pathspecs)
+
+    def staged_everywhere(self) -> set[str] | None:
+        """Every repo-relative path whose staged content differs from HEAD, in the whole
+        repository (None on an unborn branch)."""
+        if self.head() is None:
+            return None
+        output = self.run("diff", "--cached", "--name-only", "-z", "--no-renames", "HEAD")
+        return {entry for entry in output.split("\0") if entry}
 
     def staged_changes(self, pathspecs: list[str]) -> list[str]:
         """Files at or below the pathspecs whose staged content differs from HEAD."""

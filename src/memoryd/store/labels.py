@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from memoryd.store.text import words
 
@@ -22,17 +22,21 @@ Key = TypeVar("Key", bound=Hashable)
 _REMEMBERED = 32  # texts whose answers `find` keeps
 
 
-@dataclass
-class _Node(Generic[Key]):
-    children: dict[str, _Node[Key]] = field(default_factory=dict)
-    keys: set[Key] = field(default_factory=set)  # keys of labels ending at this word
+# A node of the trie: [children by word, keys of the labels ending at this word]. Plain lists
+# and dicts, so that the trie is its own JSON document (`matcher_document`) and is loaded
+# from one without a step per node.
+_Node = list[Any]
+
+
+def _new_node() -> _Node:
+    return [{}, []]
 
 
 @dataclass
 class LabelMatcher(Generic[Key]):
     """Labels (as word sequences) mapped to the keys they stand for."""
 
-    _root: _Node[Key] = field(default_factory=_Node)
+    _root: _Node = field(default_factory=_new_node)
     # What `find` answered for the last texts, kept up to date as labels are added. A chunk
     # sent ahead has its context built again after every chunk applied
     # (`memoryd.extractors.ahead`).
@@ -52,8 +56,35 @@ class LabelMatcher(Generic[Key]):
                 self._found[text] = (tokens, known | {key})
         node = self._root
         for word in sequence:
-            node = node.children.setdefault(word, _Node())
-        node.keys.add(key)
+            node = node[0].setdefault(word, [{}, []])
+        if key not in node[1]:
+            node[1].append(key)
+
+    def remove_words(self, sequence: Sequence[str], key: Key) -> None:
+        """Undo `add_words(sequence, key)`: the trie is left as if that label had never been
+        added for `key` (nodes no label ends at or passes through any more are removed)."""
+        path = [self._root]
+        for word in sequence:
+            child = path[-1][0].get(word)
+            if child is None:
+                return
+            path.append(child)
+        if len(path) == 1 or key not in path[-1][1]:
+            return
+        path[-1][1].remove(key)
+        self._prune(list(sequence))
+        self._found.clear()  # remembered answers may name the key
+
+    def _prune(self, sequence: list[str]) -> None:
+        while sequence:
+            node = self._root
+            for word in sequence[:-1]:
+                node = node[0][word]
+            last = node[0][sequence[-1]]
+            if last[0] or last[1]:
+                return
+            del node[0][sequence[-1]]
+            sequence.pop()
 
     def find(self, text: str) -> set[Key]:
         """Keys whose labels occur in `text` as whole words (case- and accent-insensitive)."""
@@ -70,10 +101,10 @@ class LabelMatcher(Generic[Key]):
         for start in range(len(tokens)):
             node = self._root
             for position in range(start, len(tokens)):
-                child = node.children.get(tokens[position])
+                child = node[0].get(tokens[position])
                 if child is None:
                     break
-                found |= child.keys
+                found.update(child[1])
                 node = child
         return found
 
@@ -90,3 +121,32 @@ def _occurs(sequence: tuple[str, ...], tokens: tuple[str, ...]) -> bool:
         if tokens[start : start + size] == sequence:
             return True
         start += 1
+
+
+# -- as JSON (`memoryd.store.catalog_snapshot` keeps the catalogue's matcher between runs) ------
+
+
+def matcher_document(matcher: LabelMatcher[str]) -> list[Any]:
+    """The matcher's trie as a JSON document (it is one already: `[children, keys]` nodes)."""
+    return matcher._root
+
+
+def matcher_from_document(document: Any) -> tuple[LabelMatcher[str], set[str]]:
+    """The matcher `matcher_document` gave, and every key its labels stand for. One pass that
+    checks the shape of every node; raise ValueError when it is not such a trie."""
+    keys: set[str] = set()
+    nodes = [document]
+    while nodes:
+        node = nodes.pop()
+        if not (
+            type(node) is list
+            and len(node) == 2
+            and type(node[0]) is dict
+            and type(node[1]) is list
+        ):
+            raise ValueError("not a node of a label trie")
+        keys.update(node[1])
+        nodes.extend(node[0].values())
+    if not all(type(key) is str for key in keys):
+        raise ValueError("a label trie's keys are not refs")
+    return LabelMatcher(_root=document), keys

@@ -29,6 +29,8 @@ def one_line(text: str) -> str:
 
 def fold(text: str) -> str:
     """Fold accents to their base letters and case-fold, keeping letters of other scripts."""
+    if text.isascii():  # nothing to decompose or recompose (the common case, cheaply)
+        return text.casefold()
     decomposed = unicodedata.normalize("NFKD", text)
     stripped = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
     return unicodedata.normalize("NFC", stripped).casefold()

@@ -468,3 +468,64 @@ def test_check_ignore_output_is_read_as_a_rule_unless_it_is_negated(tmp_path: Pa
     )
     assert parse_ignore_rule(negated, tmp_path) is None
     assert parse_ignore_rule("", tmp_path) is None
+
+
+def test_a_commit_with_nothing_else_staged_records_the_paths_and_leaves_the_index_clean(
+    tmp_path: Path,
+) -> None:
+    repo = make_repo(tmp_path / "repo")
+    (repo / "a.md").write_text("a\n")
+    (repo / "gone.md").write_text("gone\n")
+    store = store_at(repo)
+    store.commit(["a.md", "gone.md"], "first")
+    (repo / "a.md").write_text("a2\n")
+    (repo / "gone.md").unlink()
+    (repo / "new.md").write_text("new\n")
+    (repo / "loose.md").write_text("not named\n")
+
+    sha = store.commit(["a.md", "gone.md", "new.md"], "second")
+
+    assert sha is not None
+    changes = git(repo, "show", "--name-status", "--format=", "HEAD").split("\n")
+    assert sorted(line for line in changes if line) == ["A\tnew.md", "D\tgone.md", "M\ta.md"]
+    assert git(repo, "diff", "--cached", "--name-only") == ""
+    assert store.status().untracked == ("loose.md",)
+
+
+def test_a_change_staged_by_someone_in_the_store_is_not_committed_with_memoryds(
+    tmp_path: Path,
+) -> None:
+    repo = make_repo(tmp_path / "repo")
+    (repo / "a.md").write_text("a\n")
+    (repo / "theirs.md").write_text("v1\n")
+    store = store_at(repo)
+    store.commit(["a.md", "theirs.md"], "first")
+    (repo / "theirs.md").write_text("v2, staged by a person\n")
+    git(repo, "add", "theirs.md")
+    (repo / "a.md").write_text("a2\n")
+
+    assert store.commit(["a.md"], "memoryd's") is not None
+
+    assert committed_files(repo) == {"a.md"}
+    assert git(repo, "diff", "--cached", "--name-only").split() == ["theirs.md"]
+
+
+def test_changed_since_names_the_store_paths_a_commit_range_changed(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    store_root = repo / "notes" / "store"
+    store_root.mkdir(parents=True)
+    (store_root / "a.md").write_text("a\n")
+    (store_root / "b.md").write_text("b\n")
+    store = store_at(store_root)
+    first = store.commit(["a.md", "b.md"], "first")
+    assert first is not None
+    (store_root / "a.md").write_text("a2\n")
+    (store_root / "b.md").unlink()
+    (repo / "outside.txt").write_text("not the store's\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "by hand")
+
+    assert store.changed_since(first) == ["a.md", "b.md"]
+    assert store.changed_since(store.head() or "") == []
+    assert store.changed_since("0" * 40) is None
+    assert store.changed_since("--output=/tmp/x") is None

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from memoryd.store.catalog import EntityCatalog
-from memoryd.store.index import INDEX_PATH, gist_of, render_index, write_index
+from memoryd.store.index import INDEX_PATH, gist_of, render_index, update_index, write_index
 
 from .conftest import TODAY, DirTransaction
 
@@ -89,3 +89,190 @@ def test_a_name_with_newlines_stays_on_one_index_line(
     resources = text.split("## Resources\n\n", 1)[1].split("\n")
     assert resources[0].startswith("- [resources/evil-name-injected]")
     assert "\n## Injected" not in text
+
+
+class CountingTransaction(DirTransaction):
+    """Records every path read."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root)
+        self.reads: list[str] = []
+
+    def read_text(self, relative: str) -> str | None:
+        self.reads.append(relative)
+        return super().read_text(relative)
+
+
+def _summary(tx: DirTransaction, path: str, line: str) -> None:
+    tx.write_text(path, f"# Title\n\n{line}\n")
+
+
+def test_an_update_reads_only_the_summaries_of_what_changed(store_root: Path) -> None:
+    tx = CountingTransaction(store_root)
+    first = EntityCatalog.load(tx)
+    people = [first.create(f"Person {n}", "person", today=TODAY) for n in range(5)]
+    for person in people:
+        _summary(tx, person.summary_path, f"Gist of {person.name}")
+    assert write_index(tx, first)
+
+    # A later run: one entity created, one archived, one summary refreshed, one edited by a
+    # person (committed as a foreign edit); the other summaries are never read.
+    catalog = EntityCatalog.load(tx)
+    created = catalog.create("Zed", "company", today=TODAY)
+    catalog.set_status(people[1], "inactive")
+    _summary(tx, people[2].summary_path, "Refreshed gist")
+    _summary(tx, people[3].summary_path, "Edited by hand")
+    tx.reads.clear()
+    assert update_index(
+        tx, catalog, {*catalog.changed_refs(), people[2].ref}, [people[3].summary_path]
+    )
+
+    summaries = sorted(path for path in tx.reads if path.endswith("summary.md"))
+    archived = catalog.by_ref(people[1].ref)
+    assert archived is not None
+    assert summaries == sorted(
+        [
+            created.summary_path,
+            archived.summary_path,
+            people[2].summary_path,
+            people[3].summary_path,
+        ]
+    )
+    assert tx.read_text(INDEX_PATH) == render_index(tx, catalog)
+
+
+def test_an_update_keeps_a_line_only_while_it_names_the_entity_as_the_catalogue_does(
+    store_root: Path,
+) -> None:
+    tx = CountingTransaction(store_root)
+    catalog = EntityCatalog.load(tx)
+    jane = catalog.create("Jane Doe", "person", today=TODAY)
+    bob = catalog.create("Bob", "person", today=TODAY)
+    _summary(tx, jane.summary_path, "Old gist")
+    _summary(tx, bob.summary_path, "Bob's gist")
+    assert write_index(tx, catalog)
+    # A summary changed without being named keeps its line (the stated limit)...
+    _summary(tx, bob.summary_path, "Bob's new gist")
+    # ...but a line that no longer starts as the catalogue renders it is rendered again, and
+    # an entity the index has no line for gets one.
+    text = tx.read_text(INDEX_PATH) or ""
+    tx.write_text(INDEX_PATH, text.replace("— Jane Doe:", "— Jane D.:"))
+    _summary(tx, jane.summary_path, "New gist")
+    carol = catalog.create("Carol", "person", today=TODAY)
+
+    assert update_index(tx, catalog, [])
+    index = tx.read_text(INDEX_PATH) or ""
+    assert "— Jane Doe: New gist" in index
+    assert "— Bob: Bob's gist" in index
+    assert f"[{carol.ref}]" in index
+    assert "Jane D." not in index
+
+
+def test_an_index_edited_by_hand_is_overwritten_whole(
+    tx: DirTransaction, catalog: EntityCatalog
+) -> None:
+    jane = catalog.create("Jane Doe", "person", today=TODAY)
+    assert write_index(tx, catalog)
+    tx.write_text(
+        INDEX_PATH, (tx.read_text(INDEX_PATH) or "") + "- [people/jane-doe](x) — Jane Doe: mine\n"
+    )
+    _summary(tx, jane.summary_path, "The summary's gist")
+    text = tx.read_text(INDEX_PATH) or ""
+    tx.write_text(INDEX_PATH, text.replace("(no summary yet)", "typed by hand"))
+
+    assert update_index(tx, catalog, [], [INDEX_PATH])
+    assert tx.read_text(INDEX_PATH) == render_index(tx, catalog)
+    assert not update_index(tx, catalog, [])
+
+
+def _seeded(store_root: Path) -> tuple[CountingTransaction, EntityCatalog]:
+    tx = CountingTransaction(store_root)
+    catalog = EntityCatalog.load(tx)
+    for name, kind in [("Jane Doe", "person"), ("Bob", "person"), ("Acme", "company")]:
+        entity = catalog.create(name, kind, today=TODAY)
+        _summary(tx, entity.summary_path, f"Gist of {name}")
+    old = catalog.create("Old Project", "project", today=TODAY)
+    catalog.set_status(old, "completed")
+    assert write_index(tx, catalog)
+    return tx, EntityCatalog.load(tx)
+
+
+def test_a_complete_update_patches_the_named_lines_only(store_root: Path) -> None:
+    tx, catalog = _seeded(store_root)
+    created = catalog.create("Zed", "company", today=TODAY)
+    bob = catalog.by_ref("people/bob")
+    assert bob is not None
+    catalog.set_status(bob, "inactive")
+    old = catalog.by_ref("projects/old-project")
+    assert old is not None
+    catalog.set_status(old, "active")
+    _summary(tx, "life/areas/people/jane-doe/summary.md", "Edited and committed by a person")
+    tx.reads.clear()
+
+    assert update_index(
+        tx,
+        catalog,
+        catalog.changed_refs(),
+        ["life/areas/people/jane-doe/summary.md", "life/index.md.unrelated"],
+        complete=True,
+    )
+    summaries = sorted(path for path in tx.reads if path.endswith("summary.md"))
+    assert summaries == sorted(
+        [
+            created.summary_path,
+            "life/archives/areas/people/bob/summary.md",
+            "life/projects/old-project/summary.md",
+            "life/areas/people/jane-doe/summary.md",
+        ]
+    )
+    assert tx.read_text(INDEX_PATH) == render_index(tx, catalog)
+    assert not update_index(tx, catalog, [], complete=True)
+
+
+def test_a_complete_update_drops_the_line_of_an_entity_deleted_by_hand(store_root: Path) -> None:
+    tx, _ = _seeded(store_root)
+    for name in ("entity.json", "items.json", "summary.md"):
+        (store_root / "life/areas/companies/acme" / name).unlink()
+    (store_root / "life/areas/companies/acme").rmdir()
+    catalog = EntityCatalog.load(tx)
+    assert update_index(tx, catalog, [], ["life/areas/companies/acme/entity.json"], complete=True)
+    text = tx.read_text(INDEX_PATH) or ""
+    assert "companies/acme" not in text
+    assert "## Companies\n\n(none)\n" in text
+    assert text == render_index(tx, catalog)
+
+
+def test_a_complete_update_falls_back_line_by_line_when_the_file_does_not_fit(
+    store_root: Path,
+) -> None:
+    tx, catalog = _seeded(store_root)
+    # Changes nobody named: an entity made without the index, and a header edited by hand.
+    made = catalog.create("Unnamed", "person", today=TODAY)
+    catalog._changed.discard(made.ref)
+    text = tx.read_text(INDEX_PATH) or ""
+    tx.write_text(INDEX_PATH, text.replace("# Index", "# My index"))
+    assert update_index(tx, catalog, [], complete=True)
+    assert tx.read_text(INDEX_PATH) == render_index(tx, catalog)
+
+    # A file that lists every entity but one it should not: the count tells.
+    other = CountingTransaction(store_root)
+    fresh = EntityCatalog.load(other)
+    ghost = "- [people/ghost](areas/people/ghost/summary.md) — Ghost: (no summary yet)"
+    text = (tx.read_text(INDEX_PATH) or "").replace("## People\n\n", f"## People\n\n{ghost}\n", 1)
+    tx.write_text(INDEX_PATH, text)
+    assert update_index(other, fresh, [], complete=True)
+    assert tx.read_text(INDEX_PATH) == render_index(tx, fresh)
+
+
+def test_a_complete_update_trusts_the_names_it_is_given(store_root: Path) -> None:
+    tx, _ = _seeded(store_root)
+    metadata = store_root / "life/areas/companies/acme/entity.json"
+    metadata.write_text(metadata.read_text().replace('"Acme"', '"Acme Corp"'))
+    catalog = EntityCatalog.load(tx)
+    created = catalog.create("Zed", "company", today=TODAY)
+    # Unnamed, the rename is not looked for: the patch takes out and puts back Zed's line only.
+    assert update_index(tx, catalog, [created.ref], complete=True)
+    assert "— Acme: Gist of Acme" in (tx.read_text(INDEX_PATH) or "")
+    # Named (as the heartbeat names what the catalogue's snapshot followed), it is rendered.
+    assert update_index(tx, catalog, [], [str(metadata.relative_to(store_root))], complete=True)
+    assert tx.read_text(INDEX_PATH) == render_index(tx, catalog)

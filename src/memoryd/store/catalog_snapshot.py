@@ -1,0 +1,389 @@
+"""The entity catalogue saved whole at a commit, so that a heartbeat on a store nobody else
+changed loads it without a step per entity.
+
+`memoryd.store.catalog_cache` still answers entity by entity (an `lstat` of each `entity.json`,
+then the entity and its label forms registered one at a time): on a store of 5,000 entities
+that is most of a heartbeat's extra cost. A snapshot instead keeps the catalogue's lookup tables
+as they are (entities, slugs, the label tables and the mention trie), keyed by the git commit
+they describe, in two files of the state directory next to the cache:
+
+- `catalog-snapshot.json`, the base: every table, written at commit B;
+- `catalog-snapshot-delta.json`: the entities memoryd created or changed in its commits since
+  B, at their state of commit H (the last heartbeat's commit), so that a heartbeat rewrites a
+  few entities, not the whole base. When the delta grows past `_DELTA_LIMIT` entities (or a
+  tenth of the store) the base is written again.
+
+`load_snapshot(tx, file, head, changed_since)` gives the catalogue back only when the caller
+vouches that the store's entity folders are exactly commit `head` (HEAD is `head` and nothing
+under `life/` is left uncommitted: the heartbeat knows it from the foreign-edits step that just
+ran `git status`), and the files were written for this store's root, by a memoryd folding
+labels the same way. When they describe an earlier commit S (the delta's H, or B without a
+delta) and `head` differs (a person's commit or the heartbeat's commit of their uncommitted
+edits, a pull, a rewrite, `forget`), `git diff --name-only S HEAD` names the bucket entries to
+read again: each one's old entity is taken out of every table and its folder read again, so
+the tables stay those of a fresh load; the next save then writes a new base. A lost, corrupt
+or foreign file, an unknown S, more than `_CHANGED_LIMIT` entries changed, a slug two entities
+share, or a changed folder without a regular `entity.json` gives None, and the caller loads
+entity by entity.
+
+Replaying the delta registers each entity's final state over the base's: memoryd's own changes
+only add labels (new entities, new aliases, a status and its folder), so the tables equal those
+of a fresh load. A heartbeat that met an entity changed on disk under it
+(`EntityCatalog.exact_labels` false), whose catalogue did not come from a complete load (a
+folder without `entity.json`, a symbolic link: their content can change without a commit
+saying so), or whose own writes were withheld, saves nothing; the next load is then entity by
+entity, and its heartbeat's commit writes a new base.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import weakref
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from memoryd.errors import CorruptFileError
+from memoryd.store.atomic import atomic_write_text
+from memoryd.store.catalog import (
+    _NESTED_BUCKETS,
+    _SLUG_SHAPE,
+    EntityCatalog,
+    bucket_entry,
+    label_forms,
+)
+from memoryd.store.entities import (
+    ARCHIVES,
+    LAYOUTS,
+    LIFE,
+    METADATA_FILE,
+    Entity,
+    entity_folder,
+)
+from memoryd.store.labels import matcher_document, matcher_from_document
+from memoryd.store.transaction import FileTransaction
+from memoryd.store.vocabulary import KINDS, STATUSES, EntityKind, EntityStatus
+
+log = structlog.get_logger(__name__)
+
+SNAPSHOT_VERSION = 1
+_KINDS: dict[str, EntityKind] = {kind: kind for kind in KINDS}
+_STATUSES: dict[str, EntityStatus] = {status: status for status in STATUSES}
+BASE_FILE = "catalog-snapshot.json"
+DELTA_FILE = "catalog-snapshot-delta.json"
+_DELTA_LIMIT = 500
+_CHANGED_LIMIT = 200  # bucket entries changed by others read again; more: entity by entity
+# A label whose forms are kept in the files' headers: a memoryd whose normalizing or look-alike
+# folding differs computes other forms, and the files are not used.
+_PROBE = Entity(
+    name="Zo\u00eb \u013f'Acme-42 \u216b", kind="person", slug="probe", aliases=("\uff21cme",)
+)
+
+
+def probe() -> list[list[Any]]:
+    """The probe label's forms, as the files keep them."""
+    return [[a, b, list(c), list(d)] for a, b, c, d in label_forms(_PROBE)]
+
+
+def entity_document(entity: Entity) -> dict[str, Any]:
+    """An entity's metadata as the catalogue files keep it (kind, slug and folder aside)."""
+    return {
+        "name": entity.name,
+        "status": entity.status,
+        "aliases": list(entity.aliases),
+        "created": entity.created.isoformat() if entity.created else None,
+        "extra": entity.extra,
+    }
+
+
+def entity_from_document(document: Any, kind: Any, slug: Any, archived: Any) -> Entity | None:
+    """The entity `entity_document` described, or None when it is not one this code wrote.
+    Runs once per entity of a snapshot: plain look-ups and type checks, nothing more."""
+    try:
+        name, aliases, created = document["name"], document["aliases"], document["created"]
+        checked_kind, status = _KINDS[kind], _STATUSES[document["status"]]
+        extra = dict(document["extra"])
+        if not (
+            type(name) is str
+            and type(slug) is str
+            and type(archived) is bool
+            and type(aliases) is list
+            and all(type(alias) is str for alias in aliases)
+        ):
+            return None
+        return Entity(
+            name=name,
+            kind=checked_kind,
+            slug=slug,
+            status=status,
+            aliases=tuple(aliases),
+            created=date.fromisoformat(created) if created else None,
+            archived=archived,
+            extra=extra,
+        )
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+@dataclass
+class _Origin:
+    """How a catalogue was loaded: from a snapshot (its base commit and the delta replayed) or
+    completely from the store (`base` None)."""
+
+    base: str | None
+    delta: dict[str, list[Any]] = field(default_factory=dict)  # ref -> [kind, slug, archived, doc]
+    # The store paths changed by others since the snapshot's commit, or None when the catalogue
+    # was not loaded from a snapshot (nothing is known of what changed since memoryd looked).
+    followed: list[str] | None = None
+
+
+# The catalogues this process loaded and may save (weak: a catalogue is not kept alive by it).
+_origins: weakref.WeakKeyDictionary[EntityCatalog, _Origin] = weakref.WeakKeyDictionary()
+
+
+def loaded_completely(catalog: EntityCatalog) -> None:
+    """Note that `catalog` was loaded from every entity folder, each with a regular
+    `entity.json`: a snapshot of it may be saved after a commit."""
+    _origins[catalog] = _Origin(base=None)
+
+
+def followed_paths(catalog: EntityCatalog) -> list[str] | None:
+    """The store paths others changed between the snapshot `catalog` was loaded from and HEAD
+    (their files may differ from what memoryd last wrote), or None when `catalog` was not
+    loaded from a snapshot."""
+    origin = _origins.get(catalog)
+    return None if origin is None or origin.followed is None else list(origin.followed)
+
+
+def load_snapshot(
+    tx: FileTransaction,
+    cache_file: Path,
+    head: str,
+    changed_since: Callable[[str], Sequence[str] | None] | None = None,
+) -> EntityCatalog | None:
+    """The catalogue of commit `head` from the snapshot next to `cache_file`, or None (see the
+    module docstring: the caller vouches that the entity folders are exactly `head`).
+
+    `changed_since(commit)`: the store paths that differ between `commit` and HEAD (None when
+    unknown). Given, a snapshot of an earlier commit is brought to `head` by reading again the
+    entity folders those paths are in (a person's commit, a pull): at most `_CHANGED_LIMIT`
+    of them, and none whose slug another entity shares or without a regular `entity.json`."""
+    base = _read(cache_file.with_name(BASE_FILE), tx.root)
+    if base is None:
+        return None
+    delta = _read(cache_file.with_name(DELTA_FILE), tx.root)
+    replay: dict[str, list[Any]] = {}
+    commit = base["commit"]
+    if delta is not None and delta.get("base") == base["commit"]:
+        replay, commit = delta.get("entities") or {}, delta["commit"]
+    changed: Sequence[str] = ()
+    if commit != head:
+        found = changed_since(commit) if changed_since is not None else None
+        if found is None:
+            return None
+        changed = found
+    try:
+        catalog = _catalog(tx, base)
+        for kind, slug, archived, document in replay.values():
+            entity = entity_from_document(document, kind, slug, archived)
+            if entity is None:
+                return None
+            catalog._taken.add(entity.slug)
+            catalog._register(entity)
+        reread = _bring_up_to_date(catalog, changed)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        log.warning("store.catalog_snapshot_unusable", path=str(cache_file.with_name(BASE_FILE)))
+        return None
+    if reread is None:
+        return None
+    # Folders changed by others cannot be replayed from a delta: the next save writes a base.
+    origin = _Origin(base=None) if reread else _Origin(str(base["commit"]), dict(replay))
+    origin.followed = list(changed)
+    _origins[catalog] = origin
+    log.debug(
+        "store.catalog_snapshot_loaded", entities=len(catalog), replayed=len(replay), reread=reread
+    )
+    return catalog
+
+
+def _bring_up_to_date(catalog: EntityCatalog, changed: Sequence[str]) -> int | None:
+    """Read again the bucket entries `changed` paths are in; how many, or None when the
+    catalogue must be loaded entity by entity instead."""
+    names = {found for path in changed if (found := bucket_entry(path)) is not None}
+    if len(names) > _CHANGED_LIMIT:
+        return None
+    root = catalog._tx.root
+    for kind, name in sorted(names):
+        ref = LAYOUTS[kind].ref_prefix + name
+        holder = catalog._by_slug.get(name)
+        if holder is not None and holder.ref != ref:
+            return None  # a slug two entities share: which one holds it depends on the order
+        old = catalog._by_ref.get(ref)
+        if old is not None:
+            _unregister(catalog, old)
+        for archived in (False, True) if _SLUG_SHAPE.match(name) else ():
+            folder = entity_folder(kind, name, archived=archived)
+            try:
+                entity = catalog._read_folder(folder, kind, name, archived)
+            except CorruptFileError:
+                return None  # the load entity by entity says what is wrong
+            if entity is None:
+                continue
+            if not _regular(root / folder / METADATA_FILE):
+                return None  # made by hand or linked: read every time
+            holder = catalog._by_slug.get(name)
+            if holder is not None and holder.ref != ref:
+                return None
+            catalog._register(entity)  # the active folder first: an active copy wins
+            break
+        if any(os.path.lexists(root / bucket / name) for bucket in _buckets(name)):
+            catalog._taken.add(name)
+        else:
+            catalog._taken.discard(name)
+    return len(names)
+
+
+def _buckets(name: str) -> list[str]:
+    """The store folders an entry `name` of any bucket (active or archived) would be in."""
+    return [
+        f"{LIFE}/{ARCHIVES}/{layout.bucket}" if archived else f"{LIFE}/{layout.bucket}"
+        for kind, layout in LAYOUTS.items()
+        for archived in (False, True)
+        if not (kind == "area" and name in _NESTED_BUCKETS)
+    ]
+
+
+def _regular(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _unregister(catalog: EntityCatalog, entity: Entity) -> None:
+    """Take `entity` out of every lookup table, as if it had never been registered (the tables
+    of a snapshot are those of a fresh load: each label is the entity's own)."""
+    ref = entity.ref
+    del catalog._by_ref[ref]
+    holder = catalog._by_slug.get(entity.slug)
+    if holder is not None and holder.ref == ref:
+        del catalog._by_slug[entity.slug]
+    _discard(catalog._by_name, entity.name, ref)
+    for alias in entity.aliases:
+        _discard(catalog._by_alias, alias, ref)
+    for normalized, look, label_words, normalized_words in label_forms(entity):
+        _discard(catalog._by_normalized, normalized, ref)
+        _discard(catalog._by_skeleton, look, ref)
+        catalog._mentions.remove_words(label_words, ref)
+        catalog._mentions.remove_words(normalized_words, ref)
+
+
+def _discard(table: dict[str, set[str]], label: str, ref: str) -> None:
+    refs = table.get(label)
+    if refs is not None:
+        refs.discard(ref)
+        if not refs:
+            del table[label]
+
+
+def save_snapshot(catalog: EntityCatalog, cache_file: Path, commit: str) -> None:
+    """Save `catalog` as the catalogue of `commit`, the commit memoryd just made with every
+    change of the catalogue in it; nothing is saved for a catalogue that may not be (see the
+    module docstring). A file that cannot be written is logged: only a cache."""
+    origin = _origins.get(catalog)
+    base_file, delta_file = cache_file.with_name(BASE_FILE), cache_file.with_name(DELTA_FILE)
+    try:
+        if origin is None or not catalog.exact_labels:
+            delta_file.unlink(missing_ok=True)  # the next load is entity by entity
+            return
+        delta = dict(origin.delta)
+        for ref in sorted(catalog.changed_refs()):
+            entity = catalog.by_ref(ref)
+            if entity is not None:
+                delta[ref] = [entity.kind, entity.slug, entity.archived, entity_document(entity)]
+        if origin.base is None or len(delta) > max(_DELTA_LIMIT, len(catalog) // 10):
+            _write(base_file, _base_document(catalog, commit))
+            delta_file.unlink(missing_ok=True)
+            origin.base, delta = commit, {}
+        else:
+            _write(
+                delta_file,
+                _header(catalog._tx.root)
+                | {"base": origin.base, "commit": commit, "entities": delta},
+            )
+        origin.delta = delta
+    except OSError as error:
+        log.warning("store.catalog_cache_unwritable", path=str(base_file), error=str(error))
+
+
+# -- the files ----------------------------------------------------------------------------------
+
+
+def _header(root: Path) -> dict[str, Any]:
+    return {"version": SNAPSHOT_VERSION, "root": str(root), "probe": probe()}
+
+
+def _read(path: Path, root: Path) -> dict[str, Any] | None:
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(document, dict) or not isinstance(document.get("commit"), str):
+        return None
+    header = {key: document.get(key) for key in ("version", "root", "probe")}
+    return document if header == _header(root) else None
+
+
+def _write(path: Path, document: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, json.dumps(document, ensure_ascii=False, separators=(",", ":")))
+
+
+def _base_document(catalog: EntityCatalog, commit: str) -> dict[str, Any]:
+    entities = catalog._by_ref.values()
+    return _header(catalog._tx.root) | {
+        "commit": commit,
+        "entities": [[e.kind, e.slug, e.archived, entity_document(e)] for e in entities],
+        "slugs": {slug: entity.ref for slug, entity in catalog._by_slug.items()},
+        "taken": sorted(catalog._taken),
+        "tables": [
+            {label: sorted(refs) for label, refs in table.items()} for table in _tables(catalog)
+        ],
+        "mentions": matcher_document(catalog._mentions),
+    }
+
+
+def _tables(catalog: EntityCatalog) -> tuple[dict[str, set[str]], ...]:
+    return catalog._by_name, catalog._by_alias, catalog._by_normalized, catalog._by_skeleton
+
+
+def _catalog(tx: FileTransaction, base: dict[str, Any]) -> EntityCatalog:
+    """The catalogue the base describes; raise KeyError, TypeError or ValueError if it does not
+    describe one."""
+    catalog = EntityCatalog(tx)
+    by_ref = catalog._by_ref
+    for kind, slug, archived, document in base["entities"]:
+        entity = entity_from_document(document, kind, slug, archived)
+        if entity is None:
+            raise ValueError(f"not an entity: {slug!r}")
+        by_ref[entity.ref] = entity
+    catalog._by_slug.update((str(slug), by_ref[ref]) for slug, ref in base["slugs"].items())
+    catalog._taken.update(map(str, base["taken"]))
+    tables = base["tables"]
+    if len(tables) != 4:
+        raise ValueError("not the catalogue's four label tables")
+    for table, saved in zip(_tables(catalog), tables, strict=True):
+        table.update((str(label), set(refs)) for label, refs in saved.items())
+    catalog._mentions, named = matcher_from_document(base["mentions"])
+    named.update(entity.ref for entity in catalog._by_slug.values())
+    for table in _tables(catalog):
+        named.update(*table.values())
+    if not named <= by_ref.keys():
+        raise ValueError("the tables name entities the snapshot does not hold")
+    return catalog

@@ -1,0 +1,61 @@
+"""The entity catalogue across heartbeats: taken whole from its snapshot while only memoryd's
+heartbeats committed, and only the folders a person edited read again after that
+(`memoryd.store.catalog_snapshot`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from structlog.testing import capture_logs
+from tests.integration.harness import Workspace, turn
+
+from memoryd.errors import EXIT_OK
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Workspace:
+    workspace = Workspace(tmp_path)
+    workspace.init()
+    return workspace
+
+
+def _remember(ws: Workspace, name: str, line: str, when: str) -> int | None:
+    """One heartbeat filing `line`; how many entity folders its catalogue read again on top of
+    the snapshot (None: no snapshot, the catalogue was read entity by entity)."""
+    ws.write_log(name, [turn("user", line, when)])
+    with capture_logs() as logs:
+        report = ws.heartbeat(ws.settings("markers"))
+    assert report.exit_code == EXIT_OK
+    loaded = [e["reread"] for e in logs if e["event"] == "store.catalog_snapshot_loaded"]
+    return loaded[0] if loaded else None
+
+
+def test_the_snapshot_serves_memoryds_own_commits_and_yields_to_a_persons_edit(
+    ws: Workspace,
+) -> None:
+    assert (
+        _remember(ws, "a.jsonl", "remember: person Jane Doe: CTO", "2026-03-01T09:00:00Z") is None
+    )
+    assert _remember(ws, "b.jsonl", "remember: company Globex: Client", "2026-03-02T09:00:00Z") == 0
+
+    # A person gives Jane an alias and leaves it uncommitted: the heartbeat commits it first,
+    # so HEAD is no longer the snapshot's commit; Jane's folder alone is read again, and the
+    # alias resolves.
+    metadata = ws.store / "life/areas/people/jane-doe/entity.json"
+    document = json.loads(metadata.read_text())
+    document["aliases"] = ["JD"]
+    metadata.write_text(json.dumps(document, indent=2) + "\n")
+    assert (
+        _remember(ws, "c.jsonl", "remember: person JD: Moved to Berlin", "2026-03-03T09:00Z") == 1
+    )
+    facts = ws.facts("life/areas/people/jane-doe")
+    assert [fact["fact"] for fact in facts] == ["CTO", "Moved to Berlin"]
+    assert not (ws.store / "life/areas/people/jd").exists()
+
+    # The next heartbeat is served by the snapshot again, and still knows the alias.
+    assert (
+        _remember(ws, "d.jsonl", "remember: person JD: Leads hiring", "2026-03-04T09:00:00Z") == 0
+    )
+    assert [fact["fact"] for fact in ws.facts("life/areas/people/jane-doe")][-1] == "Leads hiring"

@@ -1,0 +1,392 @@
+"""The entity catalogue's snapshot (`memoryd.store.catalog_snapshot`) on real git repositories:
+used only for the commit it was saved at, always equal to a fresh load of the store."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from structlog.testing import capture_logs
+
+from memoryd.errors import CorruptFileError
+from memoryd.store import catalog_snapshot
+from memoryd.store.catalog import EntityCatalog
+from memoryd.store.catalog_cache import load_catalog
+from memoryd.store.catalog_snapshot import BASE_FILE, DELTA_FILE, save_snapshot
+from memoryd.store.git import GitIdentity, GitStore
+from memoryd.store.labels import matcher_document
+from memoryd.store.unit import UnitOfWork
+
+NOW = datetime(2026, 3, 4, 5, 6, 7, tzinfo=UTC)
+TODAY = date(2026, 3, 4)
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-c", "user.name=P", "-c", "user.email=p@x.invalid", *args],
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+
+
+class CountingUnit(UnitOfWork):
+    """A unit of work that records which files were read from it."""
+
+    def __init__(self, git_store: GitStore) -> None:
+        super().__init__(git_store)
+        self.read: list[str] = []
+
+    def read_text(self, relative: str) -> str | None:
+        self.read.append(relative)
+        return super().read_text(relative)
+
+
+def unit(root: Path) -> CountingUnit:
+    return CountingUnit(GitStore(root, GitIdentity("memoryd", "m@x.invalid"), lambda: NOW))
+
+
+def head(root: Path) -> str:
+    return git(root, "rev-parse", "HEAD").strip()
+
+
+def tables(catalog: EntityCatalog) -> dict[str, Any]:
+    """Everything a catalogue looks entities up by."""
+    return {
+        "entities": [(e, e.extra) for e in catalog.entities()],
+        "slugs": {slug: e.ref for slug, e in catalog._by_slug.items()},
+        "taken": catalog._taken,
+        "labels": [
+            catalog._by_name,
+            catalog._by_alias,
+            catalog._by_normalized,
+            catalog._by_skeleton,
+        ],
+        "mentions": _sorted_trie(matcher_document(catalog._mentions)),
+    }
+
+
+def _sorted_trie(node: list[Any]) -> list[Any]:
+    """A trie document with each node's keys sorted (their order is the order of insertion)."""
+    children, keys = node
+    return [{word: _sorted_trie(child) for word, child in children.items()}, sorted(keys)]
+
+
+def fresh(root: Path) -> dict[str, Any]:
+    return tables(EntityCatalog.load(unit(root)))
+
+
+def entity_reads(tx: CountingUnit) -> list[str]:
+    return [path for path in tx.read if path.endswith("/entity.json")]
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    root = tmp_path / "store"
+    root.mkdir()
+    git(root, "init", "--quiet", "--initial-branch=main")
+    tx = unit(root)
+    catalog = EntityCatalog.load(tx)
+    catalog.create("Jane Doe", "person", ["JD"], today=TODAY)
+    catalog.create("Acme", "company", today=TODAY)
+    archived = catalog.create("Old Project", "project", today=TODAY)
+    catalog.set_status(archived, "completed")
+    tx.apply_and_commit("seed", {})
+    return root
+
+
+@pytest.fixture
+def cache(tmp_path: Path) -> Path:
+    return tmp_path / "state" / "catalog-cache.json"
+
+
+def heartbeat(root: Path, cache: Path, change: Any) -> tuple[CountingUnit, EntityCatalog]:
+    """What a heartbeat does: load at HEAD, change, commit, save the snapshot."""
+    tx = unit(root)
+    catalog = load_catalog(tx, cache, head=head(root))
+    change(catalog)
+    commit = tx.apply_and_commit("heartbeat", {})
+    assert commit is not None
+    save_snapshot(catalog, cache, commit)
+    return tx, catalog
+
+
+def test_memoryds_own_commits_are_loaded_whole_from_the_snapshot(store: Path, cache: Path) -> None:
+    heartbeat(store, cache, lambda c: c.create("Globex", "company", ["GX"], today=TODAY))
+    assert (cache.parent / BASE_FILE).exists()
+
+    def changes(catalog: EntityCatalog) -> None:
+        jane = catalog.by_ref("people/jane-doe")
+        assert jane is not None
+        catalog.add_aliases(jane, ["Janie"])
+        catalog.create("Bob", "person", today=TODAY)
+        acme = catalog.by_ref("companies/acme")
+        assert acme is not None
+        catalog.set_status(acme, "inactive")
+
+    tx, _ = heartbeat(store, cache, changes)
+    assert entity_reads(tx) == [  # read only before being changed
+        "life/areas/people/jane-doe/entity.json",
+        "life/areas/companies/acme/entity.json",
+    ]
+    assert (cache.parent / DELTA_FILE).exists()
+
+    again = unit(store)
+    with capture_logs() as logs:
+        catalog = load_catalog(again, cache, head=head(store))
+    assert entity_reads(again) == []
+    assert any(e["event"] == "store.catalog_snapshot_loaded" for e in logs)
+    assert tables(catalog) == fresh(store)
+    assert [e.ref for e in catalog.mentioned_in("janie met gx and bob")] == [
+        "companies/globex",
+        "people/bob",
+        "people/jane-doe",
+    ]
+
+
+def test_a_long_delta_writes_the_base_again(
+    store: Path, cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(catalog_snapshot, "_DELTA_LIMIT", 1)
+    heartbeat(store, cache, lambda c: c.create("One", "person", today=TODAY))
+    heartbeat(store, cache, lambda c: c.create("Two", "person", today=TODAY))
+    assert (cache.parent / DELTA_FILE).exists()
+    heartbeat(store, cache, lambda c: c.create("Three", "person", today=TODAY))
+    assert not (cache.parent / DELTA_FILE).exists()
+    base = json.loads((cache.parent / BASE_FILE).read_text())
+    assert base["commit"] == head(store)
+    tx = unit(store)
+    assert tables(load_catalog(tx, cache, head=head(store))) == fresh(store)
+    assert entity_reads(tx) == []
+
+
+def test_any_other_commit_or_no_head_loads_entity_by_entity(store: Path, cache: Path) -> None:
+    heartbeat(store, cache, lambda c: c.create("Globex", "company", today=TODAY))
+    jane = store / "life/areas/people/jane-doe/entity.json"
+    document = json.loads(jane.read_text())
+    document["name"] = "Jane Smith"
+    jane.write_text(json.dumps(document))
+
+    tx = unit(store)
+    # Uncommitted: the caller does not vouch for HEAD (no `head`), the file is read.
+    catalog = load_catalog(tx, cache)
+    assert "life/areas/people/jane-doe/entity.json" in entity_reads(tx)
+    assert catalog.resolve("Jane Smith") is not None
+
+    git(store, "commit", "-qam", "a person's rename")
+    with capture_logs() as logs:
+        catalog = load_catalog(unit(store), cache, head=head(store))
+    assert not any(e["event"] == "store.catalog_snapshot_loaded" for e in logs)
+    assert catalog.resolve("Jane Doe") is None
+    assert tables(catalog) == fresh(store)
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda doc: "not json",
+        lambda doc: json.dumps({**doc, "root": "/elsewhere"}),
+        lambda doc: json.dumps({**doc, "version": 99}),
+        lambda doc: json.dumps({**doc, "slugs": {"ghost": "people/ghost"}}),
+        lambda doc: json.dumps({**doc, "tables": doc["tables"][:2]}),
+        lambda doc: json.dumps({**doc, "entities": [["planet", "x", False, {}]]}),
+        lambda doc: json.dumps({**doc, "mentions": [{"x": [{}, ["people/ghost"]]}, []]}),
+        lambda doc: json.dumps({**doc, "mentions": [[], []]}),
+    ],
+)
+def test_a_broken_or_foreign_snapshot_is_not_used(store: Path, cache: Path, damage: Any) -> None:
+    heartbeat(store, cache, lambda c: c.create("Globex", "company", today=TODAY))
+    base = cache.parent / BASE_FILE
+    base.write_text(damage(json.loads(base.read_text())))
+    with capture_logs() as logs:
+        catalog = load_catalog(unit(store), cache, head=head(store))
+    assert not any(e["event"] == "store.catalog_snapshot_loaded" for e in logs)
+    assert tables(catalog) == fresh(store)
+
+
+def test_an_entity_changed_under_the_heartbeat_saves_no_snapshot(store: Path, cache: Path) -> None:
+    heartbeat(store, cache, lambda c: c.create("Globex", "company", today=TODAY))
+    heartbeat(store, cache, lambda c: c.create("Bob", "person", today=TODAY))
+    assert (cache.parent / DELTA_FILE).exists()
+
+    def renamed_by_hand(catalog: EntityCatalog) -> None:
+        jane = store / "life/areas/people/jane-doe/entity.json"
+        document = json.loads(jane.read_text())
+        document["aliases"] = []  # a person dropped "JD" after the load
+        jane.write_text(json.dumps(document))
+        entity = catalog.by_ref("people/jane-doe")
+        assert entity is not None
+        catalog.add_aliases(entity, ["Janie"])
+
+    heartbeat(store, cache, renamed_by_hand)
+    assert not (cache.parent / DELTA_FILE).exists()
+    tx = unit(store)
+    catalog = load_catalog(tx, cache, head=head(store))
+    assert entity_reads(tx)  # entity by entity
+    assert catalog.resolve("JD") is None
+    assert tables(catalog) == fresh(store)
+
+
+def test_a_hand_made_folder_keeps_the_catalogue_out_of_the_snapshot(
+    store: Path, cache: Path
+) -> None:
+    folder = store / "life/areas/people/made-by-hand"
+    folder.mkdir()
+    (folder / "summary.md").write_text("# Made By Hand\n")
+    git(store, "add", "-A")
+    git(store, "commit", "-qm", "by hand")
+    heartbeat(store, cache, lambda c: c.create("Globex", "company", today=TODAY))
+    assert not (cache.parent / BASE_FILE).exists()
+    tx = unit(store)
+    catalog = load_catalog(tx, cache, head=head(store))
+    assert catalog.by_ref("people/made-by-hand") is not None
+    assert "life/areas/people/made-by-hand/summary.md" in tx.read
+
+
+def test_an_unwritable_snapshot_is_logged_and_costs_only_the_reads(
+    store: Path, tmp_path: Path
+) -> None:
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file where the state folder should be")
+    cache = blocked / "catalog-cache.json"
+    with capture_logs() as logs:
+        heartbeat(store, cache, lambda c: c.create("Globex", "company", today=TODAY))
+    assert any(e["event"] == "store.catalog_cache_unwritable" for e in logs)
+    assert tables(load_catalog(unit(store), cache, head=head(store))) == fresh(store)
+
+
+def git_store(root: Path) -> GitStore:
+    return GitStore(root, GitIdentity("memoryd", "m@x.invalid"), lambda: NOW)
+
+
+def load_following(root: Path, cache: Path) -> tuple[CountingUnit, EntityCatalog, list[Any]]:
+    """A load given the changes since the snapshot's commit, as the heartbeat does it."""
+    tx = unit(root)
+    with capture_logs() as logs:
+        catalog = load_catalog(
+            tx, cache, head=head(root), changed_since=git_store(root).changed_since
+        )
+    loaded = [e for e in logs if e["event"] == "store.catalog_snapshot_loaded"]
+    return tx, catalog, loaded
+
+
+def edit_metadata(root: Path, folder: str, **changes: Any) -> None:
+    path = root / folder / "entity.json"
+    document = json.loads(path.read_text())
+    document.update(changes)
+    path.write_text(json.dumps(document, indent=2) + "\n")
+
+
+@pytest.fixture
+def snapshotted(store: Path, cache: Path) -> Path:
+    heartbeat(store, cache, lambda c: c.create("Globex", "company", ["GX"], today=TODAY))
+    heartbeat(store, cache, lambda c: c.create("Bob", "person", today=TODAY))
+    return store
+
+
+def test_a_persons_commit_is_read_from_its_folders_only(snapshotted: Path, cache: Path) -> None:
+    store = snapshotted
+    edit_metadata(store, "life/areas/people/jane-doe", name="Jane Smith", aliases=["Janie"])
+    git(store, "commit", "-qam", "a person's rename")
+
+    tx, catalog, loaded = load_following(store, cache)
+    assert loaded and loaded[0]["reread"] == 1
+    assert entity_reads(tx) == ["life/areas/people/jane-doe/entity.json"]
+    assert catalog.resolve("Jane Doe") is None and catalog.resolve("JD") is None
+    assert [e.ref for e in catalog.mentioned_in("janie and gx")] == [
+        "companies/globex",
+        "people/jane-doe",
+    ]
+    assert tables(catalog) == fresh(store)
+
+
+def test_folders_deleted_moved_and_added_by_others_give_a_fresh_loads_catalogue(
+    snapshotted: Path, cache: Path, tmp_path: Path
+) -> None:
+    store = snapshotted
+    git(store, "rm", "-rq", "life/areas/companies/globex")
+    (store / "life/archives/areas/people").mkdir(parents=True, exist_ok=True)
+    git(store, "mv", "life/areas/people/bob", "life/archives/areas/people/bob")
+    edit_metadata(store, "life/archives/areas/people/bob", status="inactive")
+    git(store, "add", "-A")
+    git(store, "commit", "-qm", "by hand")
+    # Another host's entities, merged in as a pull would.
+    other = unit(store)
+    EntityCatalog.load(other).create("Initech", "company", ["Initrode"], today=TODAY)
+    other.apply_and_commit("another host", {})
+
+    tx, catalog, loaded = load_following(store, cache)
+    assert loaded and loaded[0]["reread"] == 3
+    assert catalog.by_ref("companies/globex") is None
+    assert "globex" not in catalog._taken
+    bob = catalog.by_ref("people/bob")
+    assert bob is not None and bob.archived
+    assert catalog.resolve("Initrode") is not None
+    assert tables(catalog) == fresh(store)
+
+    # Its heartbeat's commit writes a new base, which the next load uses as it is.
+    tx = unit(store)
+    catalog = load_catalog(tx, cache, head=head(store))
+    catalog.create("Umbrella", "company", today=TODAY)
+    commit = tx.apply_and_commit("heartbeat", {})
+    assert commit is not None
+    save_snapshot(catalog, cache, commit)
+    base = json.loads((cache.parent / BASE_FILE).read_text())
+    assert base["commit"] == commit
+    tx, catalog, loaded = load_following(store, cache)
+    assert loaded and loaded[0]["reread"] == 0
+    assert entity_reads(tx) == []
+    assert tables(catalog) == fresh(store)
+
+
+@pytest.mark.parametrize("case", ["hand-made folder", "shared slug", "unknown commit", "corrupt"])
+def test_changes_it_cannot_follow_load_entity_by_entity(
+    snapshotted: Path, cache: Path, case: str
+) -> None:
+    store = snapshotted
+    if case == "hand-made folder":
+        folder = store / "life/areas/people/made-by-hand"
+        folder.mkdir()
+        (folder / "summary.md").write_text("# Made By Hand\n")
+    elif case == "shared slug":
+        folder = store / "life/areas/companies/bob"
+        folder.mkdir()
+        (folder / "entity.json").write_text(
+            json.dumps({"name": "Bob Inc", "kind": "company", "status": "active"})
+        )
+    elif case == "unknown commit":
+        delta = cache.parent / DELTA_FILE
+        document = json.loads(delta.read_text())
+        delta.write_text(json.dumps({**document, "commit": "0" * 40}))
+        (store / "notes.md").write_text("a change outside life/\n")
+    else:
+        (store / "life/areas/people/jane-doe/entity.json").write_text("{not json")
+    git(store, "add", "-A")
+    git(store, "commit", "-qm", case)
+
+    if case == "corrupt":
+        with pytest.raises(CorruptFileError):
+            load_following(store, cache)
+        return
+    _, catalog, loaded = load_following(store, cache)
+    assert loaded == []
+    assert tables(catalog) == fresh(store)
+
+
+def test_changes_outside_the_entity_folders_keep_the_snapshot_and_its_delta(
+    snapshotted: Path, cache: Path
+) -> None:
+    store = snapshotted
+    (store / "life/index.md").write_text("# edited by hand\n")
+    (store / "notes.md").write_text("a note\n")
+    git(store, "add", "-A")
+    git(store, "commit", "-qm", "elsewhere")
+    tx, catalog, loaded = load_following(store, cache)
+    assert loaded and loaded[0]["reread"] == 0 and loaded[0]["replayed"] > 0
+    assert entity_reads(tx) == []
+    assert tables(catalog) == fresh(store)
