@@ -4,13 +4,12 @@ used only for the commit it was saved at, always equal to a fresh load of the st
 from __future__ import annotations
 
 import json
-import subprocess
-from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 from structlog.testing import capture_logs
+from tests.unit.store.catalog_support import NOW, TODAY, CountingUnit, git, seeded_store, unit
 
 from memoryd.errors import CorruptFileError
 from memoryd.store import catalog_snapshot
@@ -19,36 +18,6 @@ from memoryd.store.catalog_cache import load_catalog
 from memoryd.store.catalog_snapshot import BASE_FILE, DELTA_FILE, save_snapshot
 from memoryd.store.git import GitIdentity, GitStore
 from memoryd.store.labels import matcher_document
-from memoryd.store.unit import UnitOfWork
-
-NOW = datetime(2026, 3, 4, 5, 6, 7, tzinfo=UTC)
-TODAY = date(2026, 3, 4)
-
-
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-c", "user.name=P", "-c", "user.email=p@x.invalid", *args],
-        cwd=cwd,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-
-
-class CountingUnit(UnitOfWork):
-    """A unit of work that records which files were read from it."""
-
-    def __init__(self, git_store: GitStore) -> None:
-        super().__init__(git_store)
-        self.read: list[str] = []
-
-    def read_text(self, relative: str) -> str | None:
-        self.read.append(relative)
-        return super().read_text(relative)
-
-
-def unit(root: Path) -> CountingUnit:
-    return CountingUnit(GitStore(root, GitIdentity("memoryd", "m@x.invalid"), lambda: NOW))
 
 
 def head(root: Path) -> str:
@@ -87,17 +56,7 @@ def entity_reads(tx: CountingUnit) -> list[str]:
 
 @pytest.fixture
 def store(tmp_path: Path) -> Path:
-    root = tmp_path / "store"
-    root.mkdir()
-    git(root, "init", "--quiet", "--initial-branch=main")
-    tx = unit(root)
-    catalog = EntityCatalog.load(tx)
-    catalog.create("Jane Doe", "person", ["JD"], today=TODAY)
-    catalog.create("Acme", "company", today=TODAY)
-    archived = catalog.create("Old Project", "project", today=TODAY)
-    catalog.set_status(archived, "completed")
-    tx.apply_and_commit("seed", {})
-    return root
+    return seeded_store(tmp_path)
 
 
 @pytest.fixture
