@@ -227,13 +227,7 @@ class Heartbeat:
             read.more and not self.report.stopped_early
         )
         self.report.duration_ms = int((monotonic_time.monotonic() - started) * 1000)
-        self.state.runs.finish(
-            self.run_id,
-            finished_at=self.clock(),
-            outcome=self.report.outcome,
-            commit_sha=self.report.commit,
-            counters=self.report.log_fields(),
-        )
+        self.state.runs.finish_report(self.run_id, self.report, finished_at=self.clock())
         log.info("heartbeat.finished", **self.report.log_fields())
         return self.report
 

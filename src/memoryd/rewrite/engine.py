@@ -158,13 +158,7 @@ class Rewrite:
             write_index(uow, catalog)
             self._commit(uow)
         self.report.duration_ms = int((monotonic_time.monotonic() - started) * 1000)
-        self.state.runs.finish(
-            self.run_id,
-            finished_at=self.clock(),
-            outcome=self.report.outcome,
-            commit_sha=self.report.commit,
-            counters=self.report.log_fields(),
-        )
+        self.state.runs.finish_report(self.run_id, self.report, finished_at=self.clock())
         log.info("rewrite.finished", **self.report.log_fields())
         return self.report
 

@@ -17,6 +17,7 @@ import sqlite3
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any, Protocol
 
 from memoryd.state._codec import (
     canonical_json,
@@ -28,6 +29,18 @@ from memoryd.state.db import StateDB
 from memoryd.state.errors import StateError
 
 Counter = int | float | str | bool | None
+
+
+class RunReport(Protocol):
+    """What a job's report offers for the record of how its run ended."""
+
+    @property
+    def outcome(self) -> str: ...
+
+    @property
+    def commit(self) -> str | None: ...
+
+    def log_fields(self) -> dict[str, Any]: ...
 
 
 @dataclass(frozen=True)
@@ -94,6 +107,16 @@ class Runs:
         )
         if cursor.rowcount != 1:
             raise StateError(f"no run {run_id!r} was started")
+
+    def finish_report(self, run_id: str, report: RunReport, *, finished_at: datetime) -> None:
+        """Record how run `run_id` ended from its job's report: outcome, commit, counters."""
+        self.finish(
+            run_id,
+            finished_at=finished_at,
+            outcome=report.outcome,
+            commit_sha=report.commit,
+            counters=report.log_fields(),
+        )
 
     def get(self, run_id: str) -> RunRecord | None:
         row = self._db.query_one(

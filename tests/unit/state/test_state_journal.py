@@ -280,6 +280,23 @@ def test_runs_record_start_end_and_counters(state: State) -> None:
     assert [r.run_id for r in state.runs.unfinished()] == ["r2"]
 
 
+def test_a_run_is_finished_from_its_jobs_report(state: State) -> None:
+    class Report:
+        outcome = "partial"
+        commit = "def"
+
+        def log_fields(self) -> dict[str, object]:
+            return {"outcome": self.outcome, "facts_added": 2}
+
+    state.runs.start("r1", "rewrite", at(0))
+    state.runs.finish_report("r1", Report(), finished_at=at(1))
+
+    record = state.runs.get("r1")
+    assert record is not None
+    assert (record.outcome, record.commit_sha, record.finished_at) == ("partial", "def", at(1))
+    assert record.counters == {"facts_added": 2, "outcome": "partial"}
+
+
 def test_runs_refuse_a_duplicate_id_and_an_unknown_finish(state: State) -> None:
     state.runs.start("r1", "heartbeat", at(0))
     with pytest.raises(StateError):
