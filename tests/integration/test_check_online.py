@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.fakes.configs import anthropic_llm, ops_config
 from tests.fakes.fake_anthropic import FakeAnthropicServer, RecordedRequest, ToolUse
 from tests.integration.test_cli import json_lines, memoryd
 
@@ -55,30 +56,8 @@ def write_config(folder: Path, base_url: str, *, rewrite_model: str = REWRITE_MO
         + "\n",
         encoding="utf-8",
     )
-    (folder / "memoryd.toml").write_text(
-        f"""
-[store]
-path = "store"
-[state]
-path = "state"
-[llm]
-provider = "anthropic"
-model = "{MODEL}"
-rewrite_model = "{rewrite_model}"
-base_url = "{base_url}"
-max_attempts = 1
-[budget]
-daily_usd = 0
-[backfill]
-since = "all"
-[[agents]]
-name = "ops"
-  [[agents.sources]]
-  format = "jsonl"
-  path = "logs"
-""",
-        encoding="utf-8",
-    )
+    llm = anthropic_llm(base_url, f'model = "{MODEL}"', f'rewrite_model = "{rewrite_model}"')
+    (folder / "memoryd.toml").write_text(ops_config(llm=llm), encoding="utf-8")
 
 
 def run(folder: Path, *args: str, key: str = KEY) -> tuple[int, str, list[dict[str, object]]]:

@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.fakes.configs import anthropic_llm, ops_config
 from tests.fakes.fake_anthropic import FakeAnthropicServer, RecordedRequest, ToolUse
 from tests.integration.harness import Workspace, turn
 
@@ -90,30 +91,11 @@ def prepare(root: Path, base_url: str) -> tuple[Workspace, Path]:
     workspace.init()
     workspace.write_log("a.jsonl", [turn("user", text, f"{day}T10:00:00Z") for day, text in DAYS])
     config = root / "memoryd.toml"
-    config.write_text(
-        f"""
-[store]
-path = "{workspace.store}"
-[state]
-path = "{root / "state"}"
-[llm]
-base_url = "{base_url}"
-max_attempts = 1
-# One call at a time: the kill points and the paid-call counts below are about the journal's
-# order of events (calls in flight at once are tested in test_concurrency.py).
-concurrency = 1
-[budget]
-daily_usd = 0
-[backfill]
-since = "all"
-[[agents]]
-name = "ops"
-  [[agents.sources]]
-  format = "jsonl"
-  path = "{workspace.logs}"
-""",
-        encoding="utf-8",
-    )
+    # One call at a time: the kill points and the paid-call counts below are about the journal's
+    # order of events (calls in flight at once are tested in test_concurrency.py).
+    llm = anthropic_llm(base_url, "concurrency = 1")
+    text = ops_config(llm=llm, store=workspace.store, state=root / "state", logs=workspace.logs)
+    config.write_text(text, encoding="utf-8")
     return workspace, config
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.fakes.configs import anthropic_llm, ops_config
 from tests.fakes.fake_anthropic import FakeAnthropicServer, FakeUsage, RecordedRequest, ToolUse
 from tests.integration.harness import DESIGN_EVENTS
 
@@ -70,32 +71,14 @@ class Site:
         return self.state / DATABASE_FILE_NAME
 
     def write_config(self, heartbeat_minutes: int = 30, extra: str = "") -> None:
-        self.config.write_text(
-            f"""
-[store]
-path = "{self.store}"
-[state]
-path = "{self.state}"
-[llm]
-provider = "anthropic"
-base_url = "{self.base_url}"
-max_attempts = 1
-timeout_seconds = 60
-[budget]
-daily_usd = 0
-[backfill]
-since = "all"
-[schedule]
-heartbeat_minutes = {heartbeat_minutes}
-{extra}
-[[agents]]
-name = "ops"
-  [[agents.sources]]
-  format = "jsonl"
-  path = "{self.logs}"
-""",
-            encoding="utf-8",
+        text = ops_config(
+            llm=anthropic_llm(self.base_url, "timeout_seconds = 60"),
+            store=self.store,
+            state=self.state,
+            logs=self.logs,
+            extra=f"[schedule]\nheartbeat_minutes = {heartbeat_minutes}\n{extra}",
         )
+        self.config.write_text(text, encoding="utf-8")
 
     def say(self, name: str, text: str, when: str = "2026-03-01T09:00:00Z") -> None:
         """Append one user line to transcript `name`."""

@@ -17,6 +17,7 @@ from itertools import count
 from pathlib import Path
 
 import pytest
+from tests.fakes.configs import anthropic_llm, ops_config
 from tests.fakes.fake_anthropic import FakeAnthropicServer, ToolUse
 
 from memoryd.daemon.notify import Notifier
@@ -78,28 +79,7 @@ def test_a_hundred_heartbeats_leak_no_processes_and_no_files(
     logs.mkdir()
     init_store(tmp_path / "store", "MEMORY.md", "agents", "memoryd", "memoryd@localhost")
     config_path = tmp_path / "memoryd.toml"
-    config_path.write_text(
-        f"""
-[store]
-path = "store"
-[state]
-path = "state"
-[llm]
-provider = "anthropic"
-base_url = "{server.base_url}"
-max_attempts = 1
-[budget]
-daily_usd = 0
-[backfill]
-since = "all"
-[[agents]]
-name = "ops"
-  [[agents.sources]]
-  format = "jsonl"
-  path = "logs"
-""",
-        encoding="utf-8",
-    )
+    config_path.write_text(ops_config(llm=anthropic_llm(server.base_url)), encoding="utf-8")
     env = Environment(
         environ={"ANTHROPIC_API_KEY": "sk-ant-test-leaks-00000000"}, clock=ticking_clock()
     )

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from structlog.testing import capture_logs
+from tests.fakes.configs import ops_config
 
 from memoryd.cli.commands import cmd_run
 from memoryd.daemon.notify import Notifier
@@ -34,29 +35,8 @@ NOW = datetime(2026, 3, 10, 12, 0, tzinfo=UTC)
 
 def write_config(root: Path, heartbeat_minutes: int = 30, cron: str = "0 3 * * sun") -> Path:
     path = root / "memoryd.toml"
-    path.write_text(
-        f"""
-[store]
-path = "store"
-[state]
-path = "state"
-[llm]
-provider = "markers"
-[budget]
-daily_usd = 0
-[backfill]
-since = "all"
-[schedule]
-heartbeat_minutes = {heartbeat_minutes}
-rewrite_cron = "{cron}"
-[[agents]]
-name = "ops"
-  [[agents.sources]]
-  format = "jsonl"
-  path = "logs"
-""",
-        encoding="utf-8",
-    )
+    schedule = f'[schedule]\nheartbeat_minutes = {heartbeat_minutes}\nrewrite_cron = "{cron}"'
+    path.write_text(ops_config(llm='provider = "markers"', extra=schedule), encoding="utf-8")
     return path
 
 

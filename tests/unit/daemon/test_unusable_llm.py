@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from structlog.testing import capture_logs
+from tests.fakes.configs import anthropic_llm, ops_config
 from tests.fakes.fake_anthropic import FakeAnthropicServer, RecordedRequest, ToolUse
 
 from memoryd.daemon.notify import Notifier
@@ -72,28 +73,7 @@ def make_daemon(root: Path, server: FakeAnthropicServer, clock: Clock) -> Daemon
     )
     init_store(root / "store", "MEMORY.md", "agents", "memoryd", "memoryd@localhost")
     config = root / "memoryd.toml"
-    config.write_text(
-        f"""
-[store]
-path = "store"
-[state]
-path = "state"
-[llm]
-provider = "anthropic"
-base_url = "{server.base_url}"
-max_attempts = 1
-[budget]
-daily_usd = 0
-[backfill]
-since = "all"
-[[agents]]
-name = "ops"
-  [[agents.sources]]
-  format = "jsonl"
-  path = "logs"
-""",
-        encoding="utf-8",
-    )
+    config.write_text(ops_config(llm=anthropic_llm(server.base_url)), encoding="utf-8")
     env = Environment(environ={"ANTHROPIC_API_KEY": KEY}, clock=clock)
     options = DaemonOptions(stop=StopPolicy(grace_seconds=0.5, deadline_seconds=10))
     return Daemon(load_settings(config), env, RecordingNotifier(), options)
