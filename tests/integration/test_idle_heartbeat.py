@@ -52,6 +52,10 @@ NOT_WHEN_IDLE = (
     "memoryd.store.items",
     "memoryd.store.index",
     "memoryd.store.tacit",
+    # pydantic's search for plugins (`memoryd.cli.startup.without_pydantic_plugins`).
+    "importlib.metadata",
+    "email",
+    "zipfile",
 )
 
 PROBE = """

@@ -19,7 +19,7 @@ from typing import NoReturn
 
 from memoryd import LOG_LEVELS, __version__
 from memoryd.cli.reading import add_reading_commands
-from memoryd.cli.startup import collector_paused, first_command_done
+from memoryd.cli.startup import collector_paused, first_command_done, without_pydantic_plugins
 from memoryd.errors import (
     EXIT_CONFIG,
     EXIT_FAILED,
@@ -92,6 +92,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(argv: Sequence[str] | None) -> int:
+    without_pydantic_plugins()
     with collector_paused():
         args = build_parser().parse_args(argv)
         from memoryd.cli import commands  # noqa: PLC0415 - see the module docstring
