@@ -5,7 +5,8 @@ problem is reported with its key path. Loading, path anchoring and the checks of
 configuration points at live in `memoryd.settings`, which re-exports these names.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations`: pydantic would compile every annotation string to
+# evaluate it, a measurable share of a one-shot command's start-up (issue 15).
 
 import re
 from datetime import timedelta
@@ -89,7 +90,7 @@ class LLMSettings(_Frozen):
     concurrency: int = Field(default=4, ge=1, le=64)
     # Short conversations of one agent and day sharing one extraction call (issue 15).
     sections_per_call: int = Field(default=10, ge=1, le=16)
-    prices: dict[str, PriceSettings] = Field(default_factory=dict)
+    prices: dict[str, PriceSettings] = Field(default={})
 
     @field_validator("base_url")
     @classmethod
@@ -176,13 +177,13 @@ class RewriteSettings(_Frozen):
 
 
 class IndexSettings(_Frozen):
-    commands: list[str] = Field(default_factory=list)
+    commands: list[str] = Field(default=[])
     timeout_seconds: float = Field(default=300, gt=0)
-    init_commands: list[str] = Field(default_factory=list)  # run once by `memoryd init`
+    init_commands: list[str] = Field(default=[])  # run once by `memoryd init`
 
 
 class CleaningSettings(_Frozen):
-    extra_patterns: list[str] = Field(default_factory=list)
+    extra_patterns: list[str] = Field(default=[])
     tool_output_chars: int = Field(default=2000, ge=0)
 
     @field_validator("extra_patterns")
@@ -204,7 +205,7 @@ class SourceSettings(_Frozen):
 
 class AgentSettings(_Frozen):
     name: Annotated[str, Field(pattern=_NAME_PATTERN)]
-    sources: list[SourceSettings] = Field(default_factory=list)
+    sources: list[SourceSettings] = Field(default=[])
 
 
 class Settings(_Frozen):
@@ -220,7 +221,7 @@ class Settings(_Frozen):
     rewrite: RewriteSettings = RewriteSettings()
     index: IndexSettings = IndexSettings()
     cleaning: CleaningSettings = CleaningSettings()
-    agents: list[AgentSettings] = Field(default_factory=list)
+    agents: list[AgentSettings] = Field(default=[])
 
     def agent(self, name: str) -> AgentSettings:
         for agent in self.agents:

@@ -19,6 +19,7 @@ from typing import NoReturn
 
 from memoryd import LOG_LEVELS, __version__
 from memoryd.cli.reading import add_reading_commands
+from memoryd.cli.startup import collector_paused, first_command_done, without_pydantic_plugins
 from memoryd.errors import (
     EXIT_CONFIG,
     EXIT_FAILED,
@@ -84,16 +85,26 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the process exit code."""
-    args = build_parser().parse_args(argv)
-    from memoryd.cli import commands  # noqa: PLC0415 - see the module docstring
-    from memoryd.logs import configure_logging, get_logger  # noqa: PLC0415
-    from memoryd.settings import load_settings, resolve_config_path  # noqa: PLC0415
+    try:
+        return _run(argv)
+    finally:
+        first_command_done()
 
-    configure_logging(args.log_format, args.log_level)
+
+def _run(argv: Sequence[str] | None) -> int:
+    without_pydantic_plugins()
+    with collector_paused():
+        args = build_parser().parse_args(argv)
+        from memoryd.cli import commands  # noqa: PLC0415 - see the module docstring
+        from memoryd.logs import configure_logging, get_logger  # noqa: PLC0415
+        from memoryd.settings import load_settings, resolve_config_path  # noqa: PLC0415
+
+        configure_logging(args.log_format, args.log_level)
     log = get_logger("memoryd.cli")
     environ = dict(os.environ)
     try:
-        config = load_settings(resolve_config_path(args.config, environ))
+        with collector_paused():
+            config = load_settings(resolve_config_path(args.config, environ))
         return commands.COMMANDS[args.command](args, config, environ, sys.stdout)
     except ConfigError as error:
         print(str(error), file=sys.stderr)

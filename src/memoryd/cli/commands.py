@@ -23,6 +23,7 @@ from typing import TextIO
 
 from memoryd.cli.reading import READING_COMMANDS
 from memoryd.cli.review import cmd_review
+from memoryd.cli.startup import collector_paused
 from memoryd.errors import (
     EXIT_CONFIG,
     EXIT_FAILED,
@@ -327,8 +328,9 @@ def cmd_init(
 def cmd_heartbeat(
     args: argparse.Namespace, config: LoadedConfig, environ: Mapping[str, str], out: TextIO
 ) -> int:
-    from memoryd.cli.progress import TerminalProgress  # noqa: PLC0415
-    from memoryd.jobs.heartbeat import dry_run_heartbeat, run_heartbeat  # noqa: PLC0415
+    with collector_paused():  # the job's modules: still start-up
+        from memoryd.cli.progress import TerminalProgress  # noqa: PLC0415
+        from memoryd.jobs.heartbeat import dry_run_heartbeat, run_heartbeat  # noqa: PLC0415
 
     settings = config.settings
     env = Environment.live(environ)

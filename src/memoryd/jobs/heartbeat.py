@@ -34,19 +34,24 @@ from memoryd.reading.accesses import claim_reads, release_reads
 from memoryd.settings import Settings, state_directory
 from memoryd.state.facade import State
 from memoryd.store.catalog_cache import CACHE_FILE as CATALOG_CACHE_FILE
-from memoryd.store.items import host_id_code
 
 if TYPE_CHECKING:
     from memoryd.store.catalog import EntityCatalog
     from memoryd.store.transaction import FileTransaction
 
 # Summaries and the search index are refreshed only after a heartbeat that filed something: their
-# modules are imported there, so that an idle heartbeat does not pay for them (issue 15).
+# modules are imported there, so that an idle heartbeat does not pay for them (issue 15). The
+# same for the fact store (`memoryd.store.items`), whose host code only a shared store needs.
 
 
 def heartbeat_options(
     settings: Settings, host: str, catalog_cache: Path | None = None
 ) -> HeartbeatOptions:
+    host_code = None
+    if settings.git.push:  # a store shared by several hosts numbers each host's facts apart
+        from memoryd.store.items import host_id_code  # noqa: PLC0415 - see the top
+
+        host_code = host_id_code(host)
     return HeartbeatOptions(
         zone=settings.schedule.zone,
         chunk_tokens=settings.llm.chunk_tokens,
@@ -59,8 +64,7 @@ def heartbeat_options(
         heartbeat_usd=settings.budget.heartbeat_usd,
         model=settings.llm.model,
         host=host,
-        # A store shared by several hosts numbers each host's facts in its own range.
-        host_code=host_id_code(host) if settings.git.push else None,
+        host_code=host_code,
         # The markers provider asks no model: nothing to wait for, nothing to run ahead.
         concurrency=settings.llm.concurrency if settings.llm.provider != "markers" else 1,
         sections_per_call=settings.llm.sections_per_call,

@@ -3,7 +3,9 @@ secret scanner and scrubber, and the LLM client with the extractor over it (the 
 are in `memoryd.jobs.sources`). Each job opens the git store afresh and lets it go when done.
 
 The `anthropic` SDK is imported here only when a client is built, so commands that call no
-model (`--version`, `status`, `check`, `explain`, a dry run) start without paying for it.
+model (`--version`, `status`, `check`, `explain`, a dry run) start without paying for it. In the
+same way the cleaner and the scrubber import their modules on their first use: a heartbeat with
+nothing new cleans nothing (issue 15).
 """
 
 from __future__ import annotations
@@ -13,7 +15,6 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from typing import TYPE_CHECKING
 
-from memoryd.charsafe import strip_unsafe
 from memoryd.errors import ConfigError
 from memoryd.extractors.extract import Extractor, MarkersExtractor
 from memoryd.extractors.llm_extractor import LLMExtractor
@@ -21,7 +22,6 @@ from memoryd.jobs.environment import Clock, Environment
 from memoryd.llm.base import ToolRequest, ToolResult
 from memoryd.redaction import redact, secret_kinds
 from memoryd.settings import Settings, find_api_key, find_base_url
-from memoryd.sources.clean import clean_conversation
 from memoryd.sources.model import Conversation
 from memoryd.store.git import GitIdentity, GitStore
 from memoryd.store.layout import check_store, open_store
@@ -75,7 +75,13 @@ def make_scrubber(settings: Settings) -> Callable[[str], str]:
     """Redact secrets from a text (the configured extra patterns included), and remove the
     characters nothing memoryd writes may carry (`memoryd.charsafe`)."""
     patterns = tuple(settings.cleaning.extra_patterns)
-    return lambda text: redact(strip_unsafe(text), patterns)
+
+    def scrub(text: str) -> str:
+        from memoryd.charsafe import strip_unsafe  # noqa: PLC0415 - see the module docstring
+
+        return redact(strip_unsafe(text), patterns)
+
+    return scrub
 
 
 def make_scanner(settings: Settings) -> Callable[[str], list[str]]:
@@ -90,6 +96,8 @@ def make_cleaner(settings: Settings) -> Callable[[Conversation], Conversation | 
     limit = settings.cleaning.tool_output_chars
 
     def clean(conversation: Conversation) -> Conversation | None:
+        from memoryd.sources.clean import clean_conversation  # noqa: PLC0415 - see the docstring
+
         cleaned, _stats = clean_conversation(
             conversation, extra_patterns=patterns, tool_output_chars=limit
         )

@@ -1,18 +1,27 @@
-"""The config `format` names (DESIGN §3) and the format each one reads."""
+"""The config `format` names (DESIGN §3) and the format each one reads.
+
+Each format's module is imported the first time its name is looked up, so a process pays only
+for the formats its configuration names (an idle heartbeat starts as a fresh process: issue 15).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import importlib
+from collections.abc import Iterator, Mapping
 
 from memoryd.errors import MemorydError
-from memoryd.sources.chatgpt import ChatGptExportFormat
-from memoryd.sources.claude_code import ClaudeCodeFormat
-from memoryd.sources.codex import CodexFormat
 from memoryd.sources.formats import Format
-from memoryd.sources.jsonl import JsonlFormat
-from memoryd.sources.markdown import MarkdownFormat
-from memoryd.sources.openclaw import OpenClawFormat
-from memoryd.sources.paperclip import PaperclipFormat
+
+# Name -> (module, class), in the order of DESIGN §3.
+_READERS: dict[str, tuple[str, str]] = {
+    "claude-code": ("memoryd.sources.claude_code", "ClaudeCodeFormat"),
+    "codex": ("memoryd.sources.codex", "CodexFormat"),
+    "openclaw": ("memoryd.sources.openclaw", "OpenClawFormat"),
+    "paperclip": ("memoryd.sources.paperclip", "PaperclipFormat"),
+    "chatgpt-export": ("memoryd.sources.chatgpt", "ChatGptExportFormat"),
+    "jsonl": ("memoryd.sources.jsonl", "JsonlFormat"),
+    "markdown": ("memoryd.sources.markdown", "MarkdownFormat"),
+}
 
 
 class UnknownFormatError(MemorydError, KeyError):
@@ -26,18 +35,28 @@ class UnknownFormatError(MemorydError, KeyError):
         return str(self.args[0])
 
 
-FORMATS: Mapping[str, Format] = {
-    fmt.name: fmt
-    for fmt in (
-        ClaudeCodeFormat(),
-        CodexFormat(),
-        OpenClawFormat(),
-        PaperclipFormat(),
-        ChatGptExportFormat(),
-        JsonlFormat(),
-        MarkdownFormat(),
-    )
-}
+class _Formats(Mapping[str, Format]):
+    """The registered formats by name, each made (its module imported) on first lookup."""
+
+    def __init__(self, readers: Mapping[str, tuple[str, str]]) -> None:
+        self._readers = readers
+        self._made: dict[str, Format] = {}
+
+    def __getitem__(self, name: str) -> Format:
+        made = self._made.get(name)
+        if made is None:
+            module, cls = self._readers[name]  # KeyError for an unknown name
+            made = self._made[name] = getattr(importlib.import_module(module), cls)()
+        return made
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._readers)
+
+    def __len__(self) -> int:
+        return len(self._readers)
+
+
+FORMATS: Mapping[str, Format] = _Formats(_READERS)
 
 
 def get_format(name: str) -> Format:

@@ -24,12 +24,13 @@ import structlog
 
 from memoryd.errors import StoreError, StoreFormatError
 from memoryd.store.atomic import atomic_write_text, sweep_temporaries
-from memoryd.store.catalog import EntityCatalog
 from memoryd.store.git import GitIdentity, GitStore
-from memoryd.store.index import INDEX_PATH, render_index
 from memoryd.store.paths import StorePaths
-from memoryd.store.tacit import HEADER as TACIT_HEADER
 from memoryd.store.unit import UnitOfWork
+
+# What only `init_store` needs (the entity catalogue, the index, the tacit file's header) is
+# imported there: every job checks the store through this module, an idle heartbeat included,
+# and must not pay for it (issue 15).
 
 log = structlog.get_logger(__name__)
 
@@ -190,6 +191,10 @@ def init_store(
     Raise IgnoredStoreError, creating nothing, when `path` lies inside a repository that ignores
     it; StoreFormatError for a store of a newer format; GitError when git fails.
     """
+    from memoryd.store.catalog import EntityCatalog  # noqa: PLC0415 - see the imports
+    from memoryd.store.index import INDEX_PATH, render_index  # noqa: PLC0415
+    from memoryd.store.tacit import HEADER as TACIT_HEADER  # noqa: PLC0415
+
     git = GitStore(path, GitIdentity(author_name, author_email), clock)
     created_repository = git.init()
     path.mkdir(parents=True, exist_ok=True)

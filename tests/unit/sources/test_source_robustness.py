@@ -39,6 +39,15 @@ def test_every_configurable_format_has_a_reader() -> None:
         get_format("yaml")
 
 
+def test_each_reader_is_registered_under_its_own_name_and_made_once() -> None:
+    # The registry imports a format's module on its first lookup (issue 15: an idle heartbeat
+    # pays only for the formats its configuration names).
+    for name in FORMATS:
+        assert FORMATS[name].name == name
+        assert get_format(name) is FORMATS[name]
+    assert len(FORMATS) == len(SOURCE_FORMATS)
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(fmt=st.sampled_from(sorted(SUFFIX)), garbage=st.binary(max_size=600))
 def test_garbage_never_crashes_a_reader(fmt: str, garbage: bytes) -> None:

@@ -1,0 +1,69 @@
+"""A command's start-up made cheaper (issue 15): the collector held off, no pydantic plugins.
+
+Starting a command imports a few hundred modules: many thousands of long-lived objects (classes,
+functions, compiled patterns) and almost no garbage, yet the collector would run a hundred times
+over them, a sizeable share of an idle heartbeat's cost. While `collector_paused` holds, it does
+not run; when the outermost block ends, it runs as usual again. During the process's first
+command, what was allocated is frozen first (`gc.freeze`): objects that live as long as the
+process are left out of every later collection, as the standard library's documentation suggests
+for start-up. Once that command is over (`first_command_done`), blocks only pause the collector,
+so that a program calling `main` many times (the tests) does not keep freezing what it allocates.
+
+`without_pydantic_plugins` spares the search for pydantic plugins (see there).
+"""
+
+from __future__ import annotations
+
+import gc
+import sys
+import types
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+_starting = True
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Hold the collector off for the block (imports, parsing the configuration)."""
+    if not gc.isenabled():  # an outer block holds it off already (or the embedding program)
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        if _starting:
+            gc.freeze()
+        gc.enable()
+
+
+def first_command_done() -> None:
+    """The process's first command is over: later blocks freeze nothing."""
+    global _starting  # noqa: PLW0603 - one flag per process, by design
+    _starting = False
+
+
+# pydantic looks for plugins (the `pydantic` entry-point group) the first time it builds a
+# model: it imports `importlib.metadata` (and with it email, zipfile, csv, tempfile, …) and reads
+# the metadata of every installed distribution, about a tenth of an idle heartbeat's start-up.
+# memoryd uses no pydantic plugin, and wants none: a plugin is called with every value pydantic
+# validates, and memoryd validates the model's answers, which quote transcripts. So a memoryd
+# process tells pydantic there are none, through the one function pydantic asks
+# (`pydantic.plugin._schema_validator` imports `get_plugins` from this module when it builds a
+# validator); `tests/unit/cli/test_startup.py` checks that this is still how pydantic asks.
+PYDANTIC_PLUGIN_LOADER = "pydantic.plugin._loader"
+
+
+def _no_plugins() -> tuple[()]:
+    return ()
+
+
+def without_pydantic_plugins() -> None:
+    """Make this process's pydantic find no plugins, without looking for them. Call before the
+    first model is built; a no-op once pydantic has looked (its loader is imported)."""
+    if PYDANTIC_PLUGIN_LOADER in sys.modules:
+        return
+    loader = types.ModuleType(PYDANTIC_PLUGIN_LOADER, "No pydantic plugins (memoryd.cli.startup).")
+    loader.__dict__["get_plugins"] = _no_plugins
+    sys.modules[PYDANTIC_PLUGIN_LOADER] = loader
