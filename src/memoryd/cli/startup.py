@@ -15,6 +15,7 @@ so that a program calling `main` many times (the tests) does not keep freezing w
 from __future__ import annotations
 
 import gc
+import importlib
 import sys
 import types
 from collections.abc import Iterator
@@ -52,11 +53,25 @@ def first_command_done() -> None:
 # process tells pydantic there are none, through the one function pydantic asks
 # (`pydantic.plugin._schema_validator` imports `get_plugins` from this module when it builds a
 # validator); `tests/unit/cli/test_startup.py` checks that this is still how pydantic asks.
+# Should a later pydantic ask the loader for anything else, the stand-in steps aside and the
+# real loader answers (and searches): start-up gets slower again, never broken.
 PYDANTIC_PLUGIN_LOADER = "pydantic.plugin._loader"
 
 
-def _no_plugins() -> tuple[()]:
+def _no_plugins(*_args: object, **_kwargs: object) -> tuple[()]:
     return ()
+
+
+def _real_loader(name: str) -> object:
+    if name.startswith("__"):  # the import system's own questions (`__path__`, ...)
+        raise AttributeError(name)
+    if sys.modules.get(PYDANTIC_PLUGIN_LOADER) is _stand_in:
+        del sys.modules[PYDANTIC_PLUGIN_LOADER]
+    return getattr(importlib.import_module(PYDANTIC_PLUGIN_LOADER), name)
+
+
+_stand_in = types.ModuleType(PYDANTIC_PLUGIN_LOADER, "No pydantic plugins (memoryd.cli.startup).")
+_stand_in.__dict__.update(get_plugins=_no_plugins, __getattr__=_real_loader)
 
 
 def without_pydantic_plugins() -> None:
@@ -64,6 +79,4 @@ def without_pydantic_plugins() -> None:
     first model is built; a no-op once pydantic has looked (its loader is imported)."""
     if PYDANTIC_PLUGIN_LOADER in sys.modules:
         return
-    loader = types.ModuleType(PYDANTIC_PLUGIN_LOADER, "No pydantic plugins (memoryd.cli.startup).")
-    loader.__dict__["get_plugins"] = _no_plugins
-    sys.modules[PYDANTIC_PLUGIN_LOADER] = loader
+    sys.modules[PYDANTIC_PLUGIN_LOADER] = _stand_in

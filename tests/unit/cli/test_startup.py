@@ -112,8 +112,8 @@ def test_without_pydantic_plugins_models_are_built_without_searching_for_plugins
 
 
 def test_pydantic_still_asks_for_its_plugins_where_memoryd_answers() -> None:
-    # A pydantic release that asks elsewhere would quietly bring the search back (or, if it
-    # imported another name from the loader, break start-up): this says so first.
+    # A pydantic release that asks elsewhere, or asks the loader for more, would quietly bring
+    # the search back (start-up slower, not broken: see the next test): this says so first.
     spec = importlib.util.find_spec(PYDANTIC_PLUGIN_LOADER)
     assert spec is not None
     asking = importlib.util.find_spec("pydantic.plugin._schema_validator")
@@ -135,3 +135,20 @@ def test_without_pydantic_plugins_leaves_a_loader_already_imported_alone() -> No
         """
     )
     assert out == ["True"]
+
+
+def test_a_pydantic_asking_its_loader_for_more_gets_the_real_loader() -> None:
+    # A later pydantic that imported another name from its loader must still start.
+    out = run_python(
+        """
+        import sys
+        from memoryd.cli.startup import without_pydantic_plugins
+        without_pydantic_plugins()
+        from pydantic.plugin._loader import get_plugins
+        print(list(get_plugins()), "importlib.metadata" in sys.modules)
+        from pydantic.plugin._loader import PYDANTIC_ENTRY_POINT_GROUP
+        import pydantic.plugin._loader as loader
+        print(PYDANTIC_ENTRY_POINT_GROUP, loader.__file__ is not None)
+        """
+    )
+    assert out == ["[]", "False", "pydantic", "True"]
