@@ -48,6 +48,8 @@ from memoryd.state.errors import StateError
 BLOCK_SEPARATOR = "\n\n"
 # Characters of text `settle` packs tighter per call: about a second of CPU.
 SETTLE_BUDGET = 4_000_000
+# Pages of index FTS5 may write per `settle` call to merge its segments (about 1 MB).
+MERGE_PAGES = 256
 
 
 @dataclass(frozen=True, order=True)
@@ -181,6 +183,14 @@ class MentionIndex:
         higher level, which takes longer, so each call does about `budget` characters of text
         (at least one day), oldest days first, and the next call goes on. Unchanged text, so the
         index is untouched; the space freed goes back with `StateDB.reclaim_space`.
+
+        The index's pending segment merges are done here too, up to `MERGE_PAGES` pages a call
+        (the caller calls this only in heartbeats that read something). Each append writes the
+        day's whole text again into a new segment, with a 'delete' of the old text; FTS5's own
+        merging, paced by inserts, lags behind, and after a backfill the index held close to
+        twice what it needs. Only levels holding enough segments are merged (FTS5's 'merge'
+        with a positive page count), so the work stays in proportion to what was added, not to
+        the size of the index.
         """
         done = 0
         spent = 0
@@ -203,6 +213,11 @@ class MentionIndex:
                 )
                 done += 1
                 spent += len(text)
+            self._db.execute(
+                "INSERT INTO conversation_days_fts (conversation_days_fts, rank)"
+                " VALUES ('merge', ?)",
+                (MERGE_PAGES,),
+            )
         return done
 
     def _index(self, rowid: int | None, text: str) -> None:
