@@ -33,7 +33,7 @@ from typing import Any
 
 from memoryd.state._packing import register_functions
 from memoryd.state.errors import StateBusyError, StateCorruptError, StateError, StateVersionError
-from memoryd.state.schema import MIGRATIONS, Migration
+from memoryd.state.schema import MIGRATIONS, PAGE_SIZE, Migration
 
 # "memd" in ASCII: marks the SQLite file as a memoryd state database.
 APPLICATION_ID = 0x6D656D64
@@ -198,12 +198,29 @@ class StateDB:
         # busy_timeout first: switching to WAL needs a lock another process may hold.
         self.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
         self._check_application_id()
-        mode = self.scalar("PRAGMA journal_mode = WAL")
-        if str(mode).lower() != "wal":
-            raise StateError(f"{self._path}: cannot switch the state database to WAL ({mode})")
+        # Takes effect only in a new, empty file (an older database gets it in migration 6).
+        self.execute(f"PRAGMA page_size = {PAGE_SIZE}")
+        self._use_wal()
         # FULL: a recorded answer must survive a power loss, or it would be paid for again.
         self.execute("PRAGMA synchronous = FULL")
         self.execute("PRAGMA foreign_keys = ON")
+
+    def _use_wal(self) -> None:
+        mode = self.scalar("PRAGMA journal_mode = WAL")
+        if str(mode).lower() != "wal":
+            raise StateError(f"{self._path}: cannot switch the state database to WAL ({mode})")
+
+    def _run_unlocked(self, migration: Migration) -> None:
+        try:
+            for statement in migration.unlocked:
+                self.execute(statement)
+        except StateBusyError:
+            if not migration.best_effort:
+                raise
+            # Another process has the database open; an optional step waits for no one.
+        finally:
+            if str(self.scalar("PRAGMA journal_mode")).lower() != "wal":
+                self._use_wal()
 
     def _check_application_id(self) -> None:
         # Both reads in one read transaction: another process may be committing the first
@@ -235,8 +252,7 @@ class StateDB:
                 raise StateVersionError(self._path, current, supported)
             if current == supported:
                 break
-            for statement in migrations[current].unlocked:
-                self.execute(statement)
+            self._run_unlocked(migrations[current])
             with self.transaction():
                 # Read again under the write lock: another process may have migrated meanwhile.
                 current = self.schema_version

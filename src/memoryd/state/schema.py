@@ -11,6 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# Bytes a database page (SQLite's default is 4096). Every table and index takes at least one
+# page, and a row's text spilling over pages leaves part of its last page empty; with 1 KB
+# pages both cost a quarter as much, and the database is 10-15% smaller after a backfill.
+PAGE_SIZE = 1024
+
 
 @dataclass(frozen=True)
 class Migration:
@@ -20,6 +25,9 @@ class Migration:
     # Run before the migration's transaction, outside any (VACUUM cannot run inside one); they
     # must be safe to run again, since a crash before the version bump repeats them.
     unlocked: tuple[str, ...] = ()
+    # The unlocked statements are an optimisation: if another process keeps the database open
+    # (`StateBusyError`), they are given up and the migration is done without them.
+    best_effort: bool = False
 
 
 _CREATE_V1 = (
@@ -219,10 +227,24 @@ _PACK_CONVERSATION_DAYS = (
     "DROP TABLE conversation_days_plain",
 )
 
+# Version 6: 1 KB pages instead of SQLite's 4 KB (PAGE_SIZE; a new database gets them when it is
+# created, `state/db.py`). Each of the 40 tables and indexes takes at least a page, and packed
+# texts and cursors spilling over pages leave part of their last page empty: smaller pages waste
+# a quarter as much. The page size of a database in WAL mode cannot change, so the database is
+# switched out of WAL for the VACUUM that rewrites it, and back. That needs the database to
+# itself: when another process has it open, the database keeps its pages (`best_effort`).
+_SMALLER_PAGES = (
+    "PRAGMA journal_mode = DELETE",
+    f"PRAGMA page_size = {PAGE_SIZE}",
+    "VACUUM",
+    "PRAGMA journal_mode = WAL",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial schema", _CREATE_V1),
     Migration(2, "drop the chunk journal's planned writes", _DROP_CHUNK_WRITES),
     Migration(3, "journal the rewrite's summary answers", _CREATE_REWRITE_ANSWERS),
     Migration(4, "give space freed by pruning back", (), unlocked=_INCREMENTAL_VACUUM),
     Migration(5, "pack the mention index", _PACK_CONVERSATION_DAYS),
+    Migration(6, "smaller pages", (), unlocked=_SMALLER_PAGES, best_effort=True),
 )
