@@ -240,6 +240,24 @@ _SMALLER_PAGES = (
     "PRAGMA journal_mode = WAL",
 )
 
+# Version 7: past conversation-days bundled. Once an agent has a megabyte or more of settled
+# days' text, its days are packed together, a megabyte at a time, instead of each on its own
+# (`state/_bundles.py`): some 15-20% smaller, since a day packed alone spells out again the
+# words its agent uses every day. A bundled day's row keeps where its text lies in its bundle,
+# and an empty `packed`. Nothing to convert: the heartbeat bundles settled days as it settles.
+_BUNDLE_CONVERSATION_DAYS = (
+    """CREATE TABLE conversation_day_bundles (
+        id INTEGER PRIMARY KEY,
+        packed BLOB NOT NULL
+    ) STRICT""",
+    "ALTER TABLE conversation_days ADD COLUMN bundle INTEGER"
+    " REFERENCES conversation_day_bundles (id)",
+    "ALTER TABLE conversation_days ADD COLUMN bundle_start INTEGER",
+    "ALTER TABLE conversation_days ADD COLUMN bundle_end INTEGER",
+    "CREATE INDEX conversation_days_by_bundle ON conversation_days (bundle)"
+    " WHERE bundle IS NOT NULL",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial schema", _CREATE_V1),
     Migration(2, "drop the chunk journal's planned writes", _DROP_CHUNK_WRITES),
@@ -247,4 +265,5 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(4, "give space freed by pruning back", (), unlocked=_INCREMENTAL_VACUUM),
     Migration(5, "pack the mention index", _PACK_CONVERSATION_DAYS),
     Migration(6, "smaller pages", (), unlocked=_SMALLER_PAGES, best_effort=True),
+    Migration(7, "bundle past conversation-days", _BUNDLE_CONVERSATION_DAYS),
 )
