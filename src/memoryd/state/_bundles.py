@@ -9,7 +9,10 @@ them, instead of packing each tighter on its own (they count as settled then): t
 bundle holds the days' UTF-8 texts one after the other, packed once at `BUNDLE_LEVEL`, and
 each day's row keeps only where its text lies in the bundle (`bundle`, `bundle_start`,
 `bundle_end`; its own `packed` is then empty). An agent with less than that (a small
-installation) never has a bundle, so a bundle never costs more than it saves.
+installation) has no bundle while it keeps talking; once it has been quiet for `QUIET_DAYS`
+(no day of its since then: a finished import, an agent no longer used, a backfill of old
+transcripts), what is left of its days, two or more, is bundled too, since no more text is
+expected for them.
 
 A bundled day is read by unpacking its bundle (`Texts` keeps the last one unpacked, so reading
 a bundle's days in order unpacks it once). A bundled day that grows (more of a past day read
@@ -29,6 +32,8 @@ from memoryd.state.errors import StateError
 # second at BUNDLE_LEVEL; a bigger one packs a little tighter and costs more to read a day from.
 BUNDLE_TEXT = 1_000_000
 BUNDLE_LEVEL = 19
+# Days without a conversation-day of an agent after which its last days are bundled too.
+QUIET_DAYS = 7
 # The columns `Texts.text` reads.
 ROW_COLUMNS = "id, packed, bundle, bundle_start, bundle_end"
 
@@ -70,10 +75,10 @@ class Texts:
         return StateError(f"{self._db.path}: {what} of the mention index is damaged ({error})")
 
 
-def bundle(db: StateDB, before: str, budget: int) -> int:
+def bundle(db: StateDB, before: str, quiet_since: str, budget: int) -> int:
     """Bundle days before the day `before` (text), about `budget` bytes of text at most (at
-    least one bundle if any is due); return how many days were bundled. Call inside a
-    transaction."""
+    least one bundle if any is due); an agent with no day since `quiet_since` gets its last
+    days bundled too. Return how many days were bundled. Call inside a transaction."""
     made = 0
     spent = 0
     agents = db.query(
@@ -102,7 +107,16 @@ def bundle(db: StateDB, before: str, budget: int) -> int:
                 made += len(group)
                 spent += size
                 group, size = [], 0
+        if len(group) > 1 and _quiet(db, agent, quiet_since):
+            _make(db, group)
+            made += len(group)
+            spent += size
     return made
+
+
+def _quiet(db: StateDB, agent: str, since: str) -> bool:
+    newest = db.scalar("SELECT MAX(day) FROM conversation_days WHERE agent = ?", (agent,))
+    return newest is not None and str(newest) < since
 
 
 def _make(db: StateDB, group: list[tuple[int, bytes]]) -> None:

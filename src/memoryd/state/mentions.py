@@ -37,7 +37,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, timedelta
 
 from memoryd.state import _bundles
 from memoryd.state._bundles import ROW_COLUMNS, Texts
@@ -206,13 +206,15 @@ class MentionIndex:
         (the caller calls this only in heartbeats that read something). Each append writes the
         day's whole text again into a new segment, with a 'delete' of the old text; FTS5's own
         merging, paced by inserts, lags behind, and after a backfill the index held close to
-        twice what it needs. Only levels holding enough segments are merged (FTS5's 'merge'
-        with a positive page count), so the work stays in proportion to what was added, not to
-        the size of the index.
+        twice what it needs. Segments of any level are merged (FTS5's 'merge' with a negative
+        page count, an incremental 'optimize' that goes on where the last call stopped), so
+        the index tends to one segment without a day's text twice, while a call's work stays
+        bounded whatever the size of the index.
         """
         with self._db.transaction():
             # An agent's past days bundled first (`state/_bundles.py`); the rest packed tighter.
-            done = _bundles.bundle(self._db, day_to_text(before), budget)
+            quiet_since = day_to_text(before - timedelta(days=_bundles.QUIET_DAYS))
+            done = _bundles.bundle(self._db, day_to_text(before), quiet_since, budget)
             spent = _bundles.BUNDLE_TEXT if done else 0
             waiting = self._db.query(
                 "SELECT id FROM conversation_days WHERE settled = 0 AND day < ?"
@@ -238,7 +240,7 @@ class MentionIndex:
             self._db.execute(
                 "INSERT INTO conversation_days_fts (conversation_days_fts, rank)"
                 " VALUES ('merge', ?)",
-                (MERGE_PAGES,),
+                (-MERGE_PAGES,),
             )
         return done
 

@@ -157,3 +157,18 @@ def test_an_older_database_is_upgraded_and_bundled_with_the_same_counts(
         assert _counts(state) == counts
         for (agent, session, day), text in texts.items():
             assert state.mentions.text_of(agent, session, day) == text
+
+
+def test_an_agent_quiet_for_a_week_gets_its_last_days_bundled_too(state: State) -> None:
+    texts = _fill(state, 24)
+    counts = _counts(state)
+    last = DAY1 + timedelta(days=23)
+    # A week after its last day the agent still counts as talking: only whole bundles.
+    state.mentions.settle(last + timedelta(days=_bundles.QUIET_DAYS), budget=10**9)
+    partly = _bundled(state)
+    assert 0 < partly < len(texts)
+    state.mentions.settle(last + timedelta(days=_bundles.QUIET_DAYS + 1), budget=10**9)
+    assert _bundled(state) == len(texts)
+    assert _counts(state) == counts
+    for (agent, session, day), text in texts.items():
+        assert state.mentions.text_of(agent, session, day) == text
