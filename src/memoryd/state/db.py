@@ -190,6 +190,19 @@ class StateDB:
             raise _translate(error, self._path) from error
         self.query("PRAGMA wal_checkpoint(TRUNCATE)")
 
+    def compact(self, limit_bytes: int) -> bool:
+        """Rewrite the database without the slack of half-empty pages (VACUUM), if it is no
+        bigger than `limit_bytes` (the rewrite takes some 10 ms per MB, and as much disk space
+        again while it runs) and no transaction is open; return whether it was rewritten."""
+        if self.in_transaction:
+            return False
+        size = int(self.scalar("PRAGMA page_count")) * int(self.scalar("PRAGMA page_size"))
+        if size > limit_bytes:
+            return False
+        self.execute("VACUUM")
+        self.query("PRAGMA wal_checkpoint(TRUNCATE)")
+        return True
+
     def scalar(self, sql: str, parameters: Parameters = ()) -> Any:
         row = self.query_one(sql, parameters)
         return None if row is None else row[0]

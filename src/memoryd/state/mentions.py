@@ -49,8 +49,10 @@ from memoryd.state.db import StateDB
 BLOCK_SEPARATOR = "\n\n"
 # Characters of text `settle` packs tighter per call: about a second of CPU.
 SETTLE_BUDGET = 4_000_000
-# Pages of index FTS5 may write per `settle` call to merge its segments (about 1 MB).
+# Pages of index FTS5 may write per `settle` call to merge its segments.
 MERGE_PAGES = 256
+# After days were bundled, a database up to this size is rewritten without slack (`settle`).
+COMPACT_LIMIT = 256_000_000
 
 
 @dataclass(frozen=True, order=True)
@@ -210,11 +212,16 @@ class MentionIndex:
         page count, an incremental 'optimize' that goes on where the last call stopped), so
         the index tends to one segment without a day's text twice, while a call's work stays
         bounded whatever the size of the index.
+
+        A day's row held part of its packed text, so rows were few to a page; bundled, they
+        are small, and their pages mostly empty. So after a call that bundled days (rare: a
+        megabyte of an agent's text at a time), a database up to `COMPACT_LIMIT` is rewritten
+        without that slack (`StateDB.compact`); a bigger one keeps it.
         """
         with self._db.transaction():
             # An agent's past days bundled first (`state/_bundles.py`); the rest packed tighter.
             quiet_since = day_to_text(before - timedelta(days=_bundles.QUIET_DAYS))
-            done = _bundles.bundle(self._db, day_to_text(before), quiet_since, budget)
+            done = bundled = _bundles.bundle(self._db, day_to_text(before), quiet_since, budget)
             spent = _bundles.BUNDLE_TEXT if done else 0
             waiting = self._db.query(
                 "SELECT id FROM conversation_days WHERE settled = 0 AND day < ?"
@@ -242,6 +249,8 @@ class MentionIndex:
                 " VALUES ('merge', ?)",
                 (-MERGE_PAGES,),
             )
+        if bundled:
+            self._db.compact(COMPACT_LIMIT)
         return done
 
     def _index(self, rowid: int | None, text: str) -> None:

@@ -3,6 +3,7 @@ of them, read back unchanged, taken out again when they grow, and dropped when f
 
 from __future__ import annotations
 
+import random
 import sqlite3
 from datetime import date, timedelta
 from pathlib import Path
@@ -172,3 +173,34 @@ def test_an_agent_quiet_for_a_week_gets_its_last_days_bundled_too(state: State) 
     assert _counts(state) == counts
     for (agent, session, day), text in texts.items():
         assert state.mentions.text_of(agent, session, day) == text
+
+
+def _pages(state: State) -> int:
+    return int(state.db.scalar("PRAGMA page_count"))
+
+
+def test_bundling_rewrites_a_database_up_to_the_limit_without_slack(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memoryd.state import mentions
+
+    chooser = random.Random(5)  # noqa: S311 - made-up words, the same on every run
+    syllables = ["ka", "lo", "mi", "nu", "re", "sa", "ti", "vo", "an", "el", "ber", "ment"]
+    words = ["".join(chooser.choices(syllables, k=chooser.randint(1, 4))) for _ in range(3000)]
+    pages = {}
+    for limit in (0, 10**9):
+        monkeypatch.setattr(mentions, "COMPACT_LIMIT", limit)
+        with State.open(tmp_path / f"limit-{limit}" / "state.db") as state:
+            for number in range(60):
+                text = " ".join(random.Random(number).choices(words, k=1500))  # noqa: S311
+                state.mentions.append("cos", "s1", DAY1 + timedelta(days=number), text)
+            counts = _counts(state)
+            state.mentions.settle(DAY1 + timedelta(days=80), budget=10**9)
+            assert _bundled(state) > 50
+            state.db.reclaim_space()
+            assert state.db.scalar("PRAGMA freelist_count") == 0
+            assert state.db.scalar("PRAGMA integrity_check") == "ok"
+            assert _counts(state) == counts
+            pages[limit] = _pages(state)
+    # The rows that held part of each day's packed text are small once bundled.
+    assert pages[10**9] <= pages[0] - 20
