@@ -193,13 +193,17 @@ class StateDB:
     def compact(self, limit_bytes: int) -> bool:
         """Rewrite the database without the slack of half-empty pages (VACUUM), if it is no
         bigger than `limit_bytes` (the rewrite takes some 10 ms per MB, and as much disk space
-        again while it runs) and no transaction is open; return whether it was rewritten."""
+        again while it runs) and no transaction is open; return whether it was rewritten. An
+        optimisation: when another process keeps the database locked, it is not rewritten."""
         if self.in_transaction:
             return False
         size = int(self.scalar("PRAGMA page_count")) * int(self.scalar("PRAGMA page_size"))
         if size > limit_bytes:
             return False
-        self.execute("VACUUM")
+        try:
+            self.execute("VACUUM")
+        except StateBusyError:
+            return False
         self.query("PRAGMA wal_checkpoint(TRUNCATE)")
         return True
 

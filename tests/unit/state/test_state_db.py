@@ -323,3 +323,26 @@ def test_an_older_database_open_elsewhere_keeps_its_pages_and_is_upgraded(
         other.close()
     with StateDB.open(state_path) as db:  # not tried again: the version is reached
         assert _pages(db) == (4096, "wal", 2)
+
+
+def test_compacting_is_given_up_while_another_process_writes(state_path: Path) -> None:
+    with StateDB.open(state_path, busy_timeout_ms=50) as db:
+        db.execute_many(
+            "INSERT INTO meta (key, value) VALUES (?, ?)",
+            [(f"k{n}", "v" * 500) for n in range(300)],
+        )
+        db.execute("DELETE FROM meta WHERE key LIKE 'k1%'")
+        other = _raw(state_path)
+        other.execute("BEGIN IMMEDIATE")  # another writer holds the lock
+        try:
+            assert not db.compact(10**9)
+        finally:
+            other.execute("ROLLBACK")
+            other.close()
+        with db.transaction():
+            assert not db.compact(10**9)  # never inside a transaction
+        assert not db.compact(1000)  # bigger than the limit
+        pages = db.scalar("PRAGMA page_count")
+        assert db.compact(10**9)
+        assert db.scalar("PRAGMA page_count") < pages
+        assert db.scalar("SELECT count(*) FROM meta") == 300 - 111
