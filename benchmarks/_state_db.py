@@ -141,8 +141,16 @@ def _dialogue_mb(database: Path) -> float:
                 / 1e6
             )
         unpack = zstandard.ZstdDecompressor().decompress
-        rows = connection.execute("SELECT packed FROM conversation_days")
-        return sum(len(unpack(packed)) for (packed,) in rows) / 1e6
+        bundled = 0
+        if "bundle" in columns:  # schema version 7: days bundled (state/_bundles.py)
+            bundled = connection.execute(
+                "SELECT TOTAL(bundle_end - bundle_start) FROM conversation_days"
+                " WHERE bundle IS NOT NULL"
+            ).fetchone()[0]
+            rows = connection.execute("SELECT packed FROM conversation_days WHERE bundle IS NULL")
+        else:
+            rows = connection.execute("SELECT packed FROM conversation_days")
+        return (bundled + sum(len(unpack(packed)) for (packed,) in rows)) / 1e6
     finally:
         connection.close()
 

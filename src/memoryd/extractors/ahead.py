@@ -156,20 +156,23 @@ def _wait(future: Future[Extraction]) -> None:
 def lean_plan(chunk: Chunk) -> str:
     """What the journal keeps of a chunk it is about to send: where it is and what it says
     (files, line range, digest), not its text. The text stays in the transcript; a chunk that
-    fails keeps its whole plan in the failure record instead (`memoryd retry` needs it)."""
+    fails keeps its whole plan in the failure record instead (`memoryd retry` needs it).
+    `from` and `to` name their file by its position in `files` (a path is written once)."""
     first, last = chunk.turns[0].provenance, chunk.turns[-1].provenance
+    files = chunk.files
     return json.dumps(
         {
             "agent": chunk.agent,
             "session_id": chunk.session_id,
             "day": chunk.day.isoformat(),
             "part": chunk.part,
-            "files": list(chunk.files),
-            "from": [first.file, first.lines[0]],
-            "to": [last.file, last.lines[1]],
+            "files": list(files),
+            "from": [files.index(first.file), first.lines[0]],
+            "to": [files.index(last.file), last.lines[1]],
             "digest": chunk.digest,
         },
         sort_keys=True,
+        separators=(",", ":"),
     )
 
 

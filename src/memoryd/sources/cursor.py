@@ -11,15 +11,25 @@ Invariants:
 - `identity` says which file the position belongs to: device, inode and the SHA-256 of the first
   `head_length` bytes. A different inode, a shrunken file or a changed head means the position no
   longer applies and the file is read again from the start, de-duplicated against `seen`.
-- `seen` holds short digests of the most recent record keys, at most `SEEN_LIMIT`; `horizon` is
+- `seen` holds short digests of the most recent record keys, at most `SEEN_LIMIT` (12 hex
+  characters each: 48 bits, so that a new record is practically never taken for one seen
+  before); `horizon` is
   at least the newest timestamp among keys that fell out of it (exact per read: `seen_batches`
   keeps, per read still represented in `seen`, how many keys it added and its newest time; a
   batch partly evicted counts whole). Both bound the cursor's size while still recognising
   records already yielded when a file is read again.
+
+Format version 2 stores `seen` as one base64 string of the digests' bytes (6 bytes a digest,
+8 characters in the text) instead of a list of hex strings (15 characters each): a transcript
+file's cursor is mostly these digests, and there is one cursor per file in the state database.
+Version 1 cursors are still read; a cursor is written again, as version 2, when its file next
+changes.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import json
 import os
@@ -33,7 +43,10 @@ from memoryd.errors import MemorydError
 
 HEAD_BYTES = 4096
 SEEN_LIMIT = 512
-_FORMAT_VERSION = 1
+_FORMAT_VERSION = 2
+_READABLE_VERSIONS = (1, 2)
+_DIGEST_HEX = 12  # characters of a `key_digest`
+_DIGEST_BYTES = _DIGEST_HEX // 2
 _T = TypeVar("_T")
 
 
@@ -118,7 +131,7 @@ class FileCursor:
             "in_long_line": self.in_long_line,
             "not_before": _time_text(self.not_before),
             "reread_until": self.reread_until,
-            "seen": list(self.seen),
+            "seen": _pack_digests(self.seen),
             "seen_batches": [[count, _time_text(newest)] for count, newest in self.seen_batches],
             "horizon": _time_text(self.horizon),
             "last_timestamp": _time_text(self.last_timestamp),
@@ -137,9 +150,37 @@ class FileCursor:
             raise CursorError(f"not a stored cursor: {error}") from None
 
 
+def _pack_digests(digests: Iterable[str]) -> str:
+    """The digests' bytes, in order, as one base64 string (format version 2)."""
+    packed = bytearray()
+    for digest in digests:
+        if len(digest) != _DIGEST_HEX:
+            raise ValueError(f"not a record digest: {digest!r}")
+        packed += bytes.fromhex(digest)
+    return base64.b64encode(bytes(packed)).decode("ascii")
+
+
+def _unpack_digests(value: object, version: int) -> tuple[str, ...]:
+    if version == 1:  # a list of hex strings
+        if not isinstance(value, list):
+            raise CursorError(f"expected list, found {type(value).__name__}")
+        return tuple(_typed(item, str) for item in value)
+    try:
+        packed = base64.b64decode(_typed(value, str), validate=True)
+    except binascii.Error as error:
+        raise CursorError(f"seen digests are not base64: {error}") from None
+    if len(packed) % _DIGEST_BYTES:
+        raise CursorError(f"seen digests are {len(packed)} bytes, not whole digests")
+    return tuple(
+        packed[start : start + _DIGEST_BYTES].hex()
+        for start in range(0, len(packed), _DIGEST_BYTES)
+    )
+
+
 def _decode(document: Any) -> FileCursor:
-    if document.get("version") != _FORMAT_VERSION:
-        raise CursorError(f"unknown cursor version {document.get('version')!r}")
+    version = document.get("version")
+    if version not in _READABLE_VERSIONS or isinstance(version, bool):
+        raise CursorError(f"unknown cursor version {version!r}")
     identity = document["identity"]
     state = document["state"]
     if not isinstance(state, dict):
@@ -160,7 +201,7 @@ def _decode(document: Any) -> FileCursor:
         in_long_line=_typed(document["in_long_line"], bool),
         not_before=_parse_time(document["not_before"]),
         reread_until=_optional_int(document["reread_until"]),
-        seen=tuple(_typed(item, str) for item in document["seen"]),
+        seen=_unpack_digests(document["seen"], version),
         seen_batches=tuple(
             (_typed(count, int), _parse_time(newest)) for count, newest in document["seen_batches"]
         ),
@@ -213,7 +254,7 @@ def _canonical_scan(text: str) -> tuple[bool, int, int, int, int] | None:
     """(at_eof, device, inode, size, mtime_ns) of a cursor text in canonical form, read without
     decoding it; None for a text in another form (it is then decoded)."""
     head = _CANONICAL_HEAD.match(text)
-    if head is None or not text.endswith('},"version":1}'):
+    if head is None or not text.endswith(('},"version":2}', '},"version":1}')):
         return None
     batches = text.find('"seen_batches":[', head.end())
     size = _SIZE.match(text, text.find('],"size":', batches)) if batches > 0 else None

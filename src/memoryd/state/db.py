@@ -33,7 +33,7 @@ from typing import Any
 
 from memoryd.state._packing import register_functions
 from memoryd.state.errors import StateBusyError, StateCorruptError, StateError, StateVersionError
-from memoryd.state.schema import MIGRATIONS, Migration
+from memoryd.state.schema import MIGRATIONS, PAGE_SIZE, Migration
 
 # "memd" in ASCII: marks the SQLite file as a memoryd state database.
 APPLICATION_ID = 0x6D656D64
@@ -190,6 +190,23 @@ class StateDB:
             raise _translate(error, self._path) from error
         self.query("PRAGMA wal_checkpoint(TRUNCATE)")
 
+    def compact(self, limit_bytes: int) -> bool:
+        """Rewrite the database without the slack of half-empty pages (VACUUM), if it is no
+        bigger than `limit_bytes` (the rewrite takes some 10 ms per MB, and as much disk space
+        again while it runs) and no transaction is open; return whether it was rewritten. An
+        optimisation: when another process keeps the database locked, it is not rewritten."""
+        if self.in_transaction:
+            return False
+        size = int(self.scalar("PRAGMA page_count")) * int(self.scalar("PRAGMA page_size"))
+        if size > limit_bytes:
+            return False
+        try:
+            self.execute("VACUUM")
+        except StateBusyError:
+            return False
+        self.query("PRAGMA wal_checkpoint(TRUNCATE)")
+        return True
+
     def scalar(self, sql: str, parameters: Parameters = ()) -> Any:
         row = self.query_one(sql, parameters)
         return None if row is None else row[0]
@@ -198,12 +215,29 @@ class StateDB:
         # busy_timeout first: switching to WAL needs a lock another process may hold.
         self.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
         self._check_application_id()
-        mode = self.scalar("PRAGMA journal_mode = WAL")
-        if str(mode).lower() != "wal":
-            raise StateError(f"{self._path}: cannot switch the state database to WAL ({mode})")
+        # Takes effect only in a new, empty file (an older database gets it in migration 6).
+        self.execute(f"PRAGMA page_size = {PAGE_SIZE}")
+        self._use_wal()
         # FULL: a recorded answer must survive a power loss, or it would be paid for again.
         self.execute("PRAGMA synchronous = FULL")
         self.execute("PRAGMA foreign_keys = ON")
+
+    def _use_wal(self) -> None:
+        mode = self.scalar("PRAGMA journal_mode = WAL")
+        if str(mode).lower() != "wal":
+            raise StateError(f"{self._path}: cannot switch the state database to WAL ({mode})")
+
+    def _run_unlocked(self, migration: Migration) -> None:
+        try:
+            for statement in migration.unlocked:
+                self.execute(statement)
+        except StateBusyError:
+            if not migration.best_effort:
+                raise
+            # Another process has the database open; an optional step waits for no one.
+        finally:
+            if str(self.scalar("PRAGMA journal_mode")).lower() != "wal":
+                self._use_wal()
 
     def _check_application_id(self) -> None:
         # Both reads in one read transaction: another process may be committing the first
@@ -235,8 +269,7 @@ class StateDB:
                 raise StateVersionError(self._path, current, supported)
             if current == supported:
                 break
-            for statement in migrations[current].unlocked:
-                self.execute(statement)
+            self._run_unlocked(migrations[current])
             with self.transaction():
                 # Read again under the write lock: another process may have migrated meanwhile.
                 current = self.schema_version

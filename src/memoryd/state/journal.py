@@ -57,19 +57,27 @@ class ChunkRecord:
     commit_sha: str | None = None
 
 
+# A chunk's usage: its four token counts as a JSON array, in this order (schema version 8; an
+# object with these keys before it).
+_USAGE_FIELDS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_creation_input_tokens",
+    "cache_read_input_tokens",
+)
+
+
 def _usage_to_json(usage: Usage) -> str:
-    return canonical_json(
-        {
-            "input_tokens": usage.input_tokens,
-            "output_tokens": usage.output_tokens,
-            "cache_creation_input_tokens": usage.cache_creation_input_tokens,
-            "cache_read_input_tokens": usage.cache_read_input_tokens,
-        }
-    )
+    return canonical_json([getattr(usage, field) for field in _USAGE_FIELDS])
 
 
 def _usage_from_json(text: str | None) -> Usage | None:
-    return None if text is None else Usage(**json.loads(text))
+    if text is None:
+        return None
+    value = json.loads(text)
+    if isinstance(value, dict):
+        return Usage(**value)
+    return Usage(**dict(zip(_USAGE_FIELDS, value, strict=True)))
 
 
 def _chunk(row: sqlite3.Row) -> ChunkRecord:

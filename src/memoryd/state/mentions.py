@@ -37,17 +37,24 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, timedelta
 
+from memoryd.state import _bundles
+from memoryd.state._bundles import ROW_COLUMNS, Texts
 from memoryd.state._codec import day_from_text, day_to_text
-from memoryd.state._packing import TIGHT, UnpackError, pack_text, unpack_text
+from memoryd.state._packing import TIGHT, pack_text
 from memoryd.state.db import StateDB
-from memoryd.state.errors import StateError
 
 # Appended blocks are separated by a blank line, so two blocks never join into one word.
 BLOCK_SEPARATOR = "\n\n"
-# Characters of text `settle` packs tighter per call: about a second of CPU.
+# Characters of text `settle` packs tighter per call: about a second of CPU (bundled, at zstd
+# 19, some three seconds; only while a backfill's or an upgrade's past days are caught up: an
+# agent fills a bundle every few weeks).
 SETTLE_BUDGET = 4_000_000
+# Pages of index FTS5 may write per `settle` call to merge its segments.
+MERGE_PAGES = 256
+# After days were bundled, a database up to this size is rewritten without slack (`settle`).
+COMPACT_LIMIT = 256_000_000
 
 
 @dataclass(frozen=True, order=True)
@@ -94,7 +101,7 @@ class MentionIndex:
         key = (agent, session_id, day_to_text(day))
         with self._db.transaction():
             row = self._db.query_one(
-                "SELECT id, packed FROM conversation_days"
+                f"SELECT {ROW_COLUMNS} FROM conversation_days"  # noqa: S608 - a constant
                 " WHERE agent = ? AND session_id = ? AND day = ?",
                 key,
             )
@@ -106,28 +113,32 @@ class MentionIndex:
                 )
                 self._index(cursor.lastrowid, text)
                 return True
-            old = self._unpack(row["id"], row["packed"])
+            old = Texts(self._db).text(row)
             # A block counts as known only where it stands between block boundaries: then every
             # whole word in it is a whole word of the text already, and no mention is lost.
             sep = BLOCK_SEPARATOR
             if f"{sep}{text}{sep}" in f"{sep}{old}{sep}":
                 return False
             new = old + sep + text
+            # A bundled day leaves its bundle (`state/_bundles.py`).
             self._db.execute(
-                "UPDATE conversation_days SET packed = ?, settled = 0 WHERE id = ?",
+                "UPDATE conversation_days SET packed = ?, settled = 0, bundle = NULL,"
+                " bundle_start = NULL, bundle_end = NULL WHERE id = ?",
                 (pack_text(new), row["id"]),
             )
+            if row["bundle"] is not None:
+                _bundles.drop_unused(self._db)
             self._unindex(row["id"], old)
             self._index(row["id"], new)
             return True
 
     def text_of(self, agent: str, session_id: str, day: date) -> str | None:
         row = self._db.query_one(
-            "SELECT id, packed FROM conversation_days"
+            f"SELECT {ROW_COLUMNS} FROM conversation_days"  # noqa: S608 - a constant
             " WHERE agent = ? AND session_id = ? AND day = ?",
             (agent, session_id, day_to_text(day)),
         )
-        return None if row is None else self._unpack(row["id"], row["packed"])
+        return None if row is None else Texts(self._db).text(row)
 
     def mention_days(self, names: Sequence[str]) -> list[ConversationDay]:
         """Return the conversation-days in which any of `names` occurs as whole words, sorted."""
@@ -141,20 +152,25 @@ class MentionIndex:
                 "(" + " AND ".join(_fts_term(token) for token in sorted(name_tokens)) + ")"
                 for name_tokens in tokens
             )
+            # In bundle order, so that each bundle is unpacked once.
             rows = self._db.query(
-                "SELECT id, agent, session_id, day, packed FROM conversation_days WHERE id IN"
-                " (SELECT rowid FROM conversation_days_fts WHERE conversation_days_fts MATCH ?)",
+                f"SELECT {ROW_COLUMNS}, agent, session_id, day"  # noqa: S608 - a constant
+                " FROM conversation_days WHERE id IN"
+                " (SELECT rowid FROM conversation_days_fts WHERE conversation_days_fts MATCH ?)"
+                " ORDER BY bundle, id",
                 (query,),
             )
         else:
             # A name the index cannot be asked for: read every day.
             rows = self._db.query(
-                "SELECT id, agent, session_id, day, packed FROM conversation_days"
+                f"SELECT {ROW_COLUMNS}, agent, session_id, day"  # noqa: S608 - a constant
+                " FROM conversation_days ORDER BY bundle, id"
             )
+        texts = Texts(self._db)
         found = [
             ConversationDay(row["agent"], row["session_id"], day_from_text(row["day"]))
             for row in rows
-            if pattern.search(self._unpack(row["id"], row["packed"]))
+            if pattern.search(texts.text(row))
         ]
         return sorted(found)
 
@@ -167,42 +183,76 @@ class MentionIndex:
         heuristics; offered for operators who bound the database's size.)"""
         with self._db.transaction():
             rows = self._db.query(
-                "SELECT id, packed FROM conversation_days WHERE day < ?", (day_to_text(day),)
+                f"SELECT {ROW_COLUMNS} FROM conversation_days"  # noqa: S608 - a constant
+                " WHERE day < ? ORDER BY bundle, id",
+                (day_to_text(day),),
             )
+            texts = Texts(self._db)
             for row in rows:
-                self._unindex(row["id"], self._unpack(row["id"], row["packed"]))
+                self._unindex(row["id"], texts.text(row))
                 self._db.execute("DELETE FROM conversation_days WHERE id = ?", (row["id"],))
+            _bundles.drop_unused(self._db)
         return len(rows)
 
     def settle(self, before: date, budget: int = SETTLE_BUDGET) -> int:
         """Pack the texts of conversation-days before `before` tighter, once; return how many.
 
+        An agent's past days are bundled first, a megabyte of text or more at a time
+        (`state/_bundles.py`: some 15-20% smaller than each day packed alone); those left
+        over, an agent's last days short of a bundle, are each packed tighter on their own.
+
         A text is packed fast while its day may still grow; a past day's is packed again at a
         higher level, which takes longer, so each call does about `budget` characters of text
         (at least one day), oldest days first, and the next call goes on. Unchanged text, so the
         index is untouched; the space freed goes back with `StateDB.reclaim_space`.
+
+        The index's pending segment merges are done here too, up to `MERGE_PAGES` pages a call
+        (the caller calls this only in heartbeats that read something). Each append writes the
+        day's whole text again into a new segment, with a 'delete' of the old text; FTS5's own
+        merging, paced by inserts, lags behind, and after a backfill the index held close to
+        twice what it needs. Segments of any level are merged (FTS5's 'merge' with a negative
+        page count, an incremental 'optimize' that goes on where the last call stopped), so
+        the index tends to one segment without a day's text twice, while a call's work stays
+        bounded whatever the size of the index.
+
+        A day's row held part of its packed text, so rows were few to a page; bundled, they
+        are small, and their pages mostly empty. So after a call that bundled days (rare: a
+        megabyte of an agent's text at a time), a database up to `COMPACT_LIMIT` is rewritten
+        without that slack (`StateDB.compact`); a bigger one keeps it.
         """
-        done = 0
-        spent = 0
         with self._db.transaction():
+            # An agent's past days bundled first (`state/_bundles.py`); the rest packed tighter.
+            quiet_since = day_to_text(before - timedelta(days=_bundles.QUIET_DAYS))
+            done = bundled = _bundles.bundle(self._db, day_to_text(before), quiet_since, budget)
+            spent = _bundles.BUNDLE_TEXT if done else 0
             waiting = self._db.query(
                 "SELECT id FROM conversation_days WHERE settled = 0 AND day < ?"
                 " ORDER BY day, id LIMIT 1000",
                 (day_to_text(before),),
             )
+            texts = Texts(self._db)
             for (rowid,) in waiting:
                 if done and spent >= budget:
                     break
-                packed = self._db.scalar(
-                    "SELECT packed FROM conversation_days WHERE id = ?", (rowid,)
+                row = self._db.query_one(
+                    f"SELECT {ROW_COLUMNS} FROM conversation_days WHERE id = ?",  # noqa: S608
+                    (rowid,),
                 )
-                text = self._unpack(rowid, packed)
+                assert row is not None  # noqa: S101 - listed just above, in this transaction
+                text = texts.text(row)
                 self._db.execute(
                     "UPDATE conversation_days SET packed = ?, settled = 1 WHERE id = ?",
                     (pack_text(text, level=TIGHT), rowid),
                 )
                 done += 1
                 spent += len(text)
+            self._db.execute(
+                "INSERT INTO conversation_days_fts (conversation_days_fts, rank)"
+                " VALUES ('merge', ?)",
+                (-MERGE_PAGES,),
+            )
+        if bundled:
+            self._db.compact(COMPACT_LIMIT)
         return done
 
     def _index(self, rowid: int | None, text: str) -> None:
@@ -217,15 +267,6 @@ class MentionIndex:
             " VALUES ('delete', ?, ?)",
             (rowid, text),
         )
-
-    def _unpack(self, rowid: int, packed: bytes) -> str:
-        try:
-            return unpack_text(packed)
-        except UnpackError as error:
-            raise StateError(
-                f"{self._db.path}: conversation-day row {rowid} of the mention index is"
-                f" damaged ({error})"
-            ) from error
 
     def _tokens(self, names: Sequence[str]) -> list[set[str]]:
         """Each name's tokens as the index's tokenizer splits and folds them."""

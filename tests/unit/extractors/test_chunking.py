@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from hypothesis import given
 from hypothesis import strategies as st
 
+from memoryd.extractors.ahead import lean_plan
 from memoryd.extractors.chunking import cut_chunks
 from memoryd.llm.base import estimate_tokens
 from memoryd.sources.model import Conversation, Provenance, Turn
+
+from .support import make_chunk, make_turn
 
 UTC_ZONE = ZoneInfo("UTC")
 
@@ -105,3 +110,24 @@ def test_a_chunk_survives_a_json_round_trip() -> None:
     rebuilt = chunk_from_json(chunk_to_json(original))
     assert rebuilt == original
     assert rebuilt.key == original.key
+
+
+def test_the_journal_plan_writes_each_file_once_and_its_lines() -> None:
+    chunk = make_chunk("one", "two", "three", first_line=7)
+    plan = json.loads(lean_plan(chunk))
+    assert plan == {
+        "agent": "ops",
+        "session_id": "s1",
+        "day": "2026-03-02",
+        "part": 0,
+        "files": ["/logs/ops/s1.jsonl"],
+        "from": [0, 7],
+        "to": [0, 9],
+        "digest": chunk.digest,
+    }
+    # A chunk across two files (a rotated log): `from` and `to` name theirs by position.
+    later = make_turn("four", chunk.turns[-1].timestamp, line=2, file="/logs/ops/a-rotated.jsonl")
+    plan = json.loads(lean_plan(replace(chunk, turns=(*chunk.turns, later))))
+    assert plan["files"] == ["/logs/ops/a-rotated.jsonl", "/logs/ops/s1.jsonl"]
+    assert (plan["from"], plan["to"]) == ([1, 7], [0, 2])
+    assert lean_plan(chunk).count(chunk.files[0]) == 1

@@ -151,7 +151,7 @@ def test_a_cursor_that_does_not_decode_is_absent_and_reported_once(tmp_path: Pat
     path.write_text(jsonl_file(3), encoding="utf-8")
     reader = make_reader("jsonl", path)
     good = stored(read_once(reader))[str(path)]
-    newer = good.replace('"version":1}', '"version":2}')
+    newer = good.replace('"version":2}', '"version":3}')
     reported: list[tuple[str, str]] = []
 
     def report(where: str, error: CursorError) -> None:
@@ -161,9 +161,46 @@ def test_a_cursor_that_does_not_decode_is_absent_and_reported_once(tmp_path: Pat
     assert not cursors.unchanged(str(path), path.stat())
     assert str(path) not in cursors
     assert dict(cursors) == {}
-    assert reported == [(str(path), "unknown cursor version 2")]
+    assert reported == [(str(path), "unknown cursor version 3")]
     result = reader.read(StoredCursors({str(path): newer}, report), since=None, first_sight=False)
     assert texts(result) == ["text 0", "text 1", "text 2"]  # read as new, as before
+
+
+def _as_version_1(text: str) -> str:
+    """The cursor text as format version 1 wrote it: `seen` a list of hex digests."""
+    document = json.loads(text)
+    document["seen"] = list(FileCursor.from_json(text).seen)
+    document["version"] = 1
+    return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def test_a_version_1_cursor_is_still_read_and_written_again_as_version_2(tmp_path: Path) -> None:
+    path = tmp_path / "a.jsonl"
+    path.write_text(jsonl_file(40), encoding="utf-8")
+    reader = make_reader("jsonl", path)
+    good = stored(read_once(reader))[str(path)]
+    old = _as_version_1(good)
+    assert FileCursor.from_json(old) == FileCursor.from_json(good)
+    assert len(FileCursor.from_json(good).seen) == 40
+    # A digest takes 8 characters instead of 15 (quotes and comma).
+    assert len(old) - len(good) == 40 * 7 - 1
+    cursors = StoredCursors({str(path): old})
+    assert cursors.unchanged(str(path), path.stat())  # read without decoding, like version 2
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(jsonl_file(41).splitlines(keepends=True)[-1])
+    result = reader.read(StoredCursors({str(path): old}), since=None, first_sight=False)
+    assert texts(result) == ["text 40"]
+    assert result.cursors[str(path)].to_json().endswith(',"version":2}')
+
+
+def test_damaged_seen_digests_are_a_cursor_error() -> None:
+    good = cursor_with(seen=("0123456789ab", "ba9876543210")).to_json()
+    assert '"seen":"ASNFZ4mruph2VDIQ"' in good
+    for damaged in ('"seen":"ASNFZ4mrupg"', '"seen":"AS*FZ4mrupg="', '"seen":["x"]', '"seen":7'):
+        with pytest.raises(CursorError):
+            FileCursor.from_json(good.replace('"seen":"ASNFZ4mruph2VDIQ"', damaged))
+    with pytest.raises(ValueError, match="not a record digest"):
+        cursor_with(seen=("abc",)).to_json()
 
 
 def test_a_cursor_not_in_canonical_form_is_decoded(tmp_path: Path) -> None:

@@ -268,3 +268,81 @@ def test_an_older_database_is_switched_to_incremental_vacuum_and_shrinks_after_d
         assert state_path.with_name(state_path.name + "-wal").stat().st_size == 0  # folded in
         with db.transaction():
             db.reclaim_space()  # not inside a transaction: nothing is freed yet there
+
+
+SMALLER_PAGES = next(m.version for m in MIGRATIONS if m.description == "smaller pages")
+
+
+def _pages(db: StateDB) -> tuple[int, str, int]:
+    return (
+        int(db.scalar("PRAGMA page_size")),
+        str(db.scalar("PRAGMA journal_mode")),
+        int(db.scalar("PRAGMA auto_vacuum")),
+    )
+
+
+def _older_database_with_rows(state_path: Path) -> list[tuple[str, str]]:
+    rows = [(f"key-{n:04d}", "value " * (n % 300)) for n in range(2000)]
+    state_path.parent.mkdir(parents=True)
+    made_before = _raw(state_path)  # a file made before version 6: SQLite's default pages
+    assert made_before.execute("PRAGMA journal_mode = WAL").fetchone() == ("wal",)
+    made_before.close()
+    with StateDB.open(state_path, migrations=MIGRATIONS[: SMALLER_PAGES - 1]) as db:
+        assert _pages(db) == (4096, "wal", 2)  # as databases before version 6
+        db.execute_many("INSERT INTO meta (key, value) VALUES (?, ?)", rows)
+        db.execute_many("DELETE FROM meta WHERE key = ?", [(k,) for k, _ in rows[::3]])
+    return [row for row in rows if row not in rows[::3]]
+
+
+def test_a_new_database_has_small_pages(state_path: Path) -> None:
+    with StateDB.open(state_path) as db:
+        assert _pages(db) == (1024, "wal", 2)
+
+
+def test_an_older_database_gets_small_pages_and_keeps_every_row(state_path: Path) -> None:
+    rows = _older_database_with_rows(state_path)
+    with StateDB.open(state_path) as db:
+        assert db.schema_version == len(MIGRATIONS)
+        assert _pages(db) == (1024, "wal", 2)
+        assert [tuple(row) for row in db.query("SELECT key, value FROM meta ORDER BY key")] == rows
+        assert db.scalar("PRAGMA integrity_check") == "ok"
+
+
+def test_an_older_database_open_elsewhere_keeps_its_pages_and_is_upgraded(
+    state_path: Path,
+) -> None:
+    rows = _older_database_with_rows(state_path)
+    other = _raw(state_path)  # another process reading it, e.g. `memoryd status`
+    try:
+        assert other.execute("SELECT count(*) FROM meta").fetchone() == (len(rows),)
+        with StateDB.open(state_path, busy_timeout_ms=50) as db:
+            assert db.schema_version == len(MIGRATIONS)
+            assert _pages(db) == (4096, "wal", 2)
+            assert db.scalar("SELECT count(*) FROM meta") == len(rows)
+    finally:
+        other.close()
+    with StateDB.open(state_path) as db:  # not tried again: the version is reached
+        assert _pages(db) == (4096, "wal", 2)
+
+
+def test_compacting_is_given_up_while_another_process_writes(state_path: Path) -> None:
+    with StateDB.open(state_path, busy_timeout_ms=50) as db:
+        db.execute_many(
+            "INSERT INTO meta (key, value) VALUES (?, ?)",
+            [(f"k{n}", "v" * 500) for n in range(300)],
+        )
+        db.execute("DELETE FROM meta WHERE key LIKE 'k1%'")
+        other = _raw(state_path)
+        other.execute("BEGIN IMMEDIATE")  # another writer holds the lock
+        try:
+            assert not db.compact(10**9)
+        finally:
+            other.execute("ROLLBACK")
+            other.close()
+        with db.transaction():
+            assert not db.compact(10**9)  # never inside a transaction
+        assert not db.compact(1000)  # bigger than the limit
+        pages = db.scalar("PRAGMA page_count")
+        assert db.compact(10**9)
+        assert db.scalar("PRAGMA page_count") < pages
+        assert db.scalar("SELECT count(*) FROM meta") == 300 - 111

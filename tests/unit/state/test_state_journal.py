@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from memoryd.llm.prices import Usage
-from memoryd.state import JournalStateError, State, StateError, StateValueError
+from memoryd.state import JournalStateError, State, StateDB, StateError, StateValueError
+from memoryd.state.schema import MIGRATIONS
 
 from .conftest import at
 
@@ -317,3 +318,52 @@ def test_runs_are_ordered_as_recorded_not_by_their_clock(state: State) -> None:
     assert last.run_id == "corrected"
     assert [run.run_id for run in state.runs.recent("heartbeat")] == ["corrected", "fast-clock"]
     assert last.sequence > state.runs.recent("heartbeat")[1].sequence
+
+
+def test_usage_is_stored_compactly_and_an_older_journal_is_converted(tmp_path: Path) -> None:
+    compact = next(m.version for m in MIGRATIONS if m.description == "compact chunk usage")
+    path = tmp_path / "state.db"
+    with StateDB.open(path, migrations=MIGRATIONS[: compact - 1]) as db:
+        db.execute(
+            "INSERT INTO runs (run_id, job, started_at) VALUES ('run-1', 'heartbeat', ?)",
+            (at(0).isoformat(timespec="microseconds"),),
+        )
+        for number in range(3):
+            db.execute(
+                "INSERT INTO chunks (chunk_key, state, run_id, plan_json, planned_at, usage_json)"
+                " VALUES (?, 'answered', 'run-1', '{}', '2026-03-01T09:30:00.000000+00:00', ?)",
+                (
+                    f"k{number}",
+                    json.dumps(
+                        {
+                            "input_tokens": 1200 + number,
+                            "output_tokens": 80,
+                            "cache_creation_input_tokens": 7,
+                            "cache_read_input_tokens": 900,
+                        },
+                        sort_keys=True,
+                    ),
+                ),
+            )
+        db.execute(
+            "INSERT INTO chunks (chunk_key, state, run_id, plan_json, planned_at)"
+            " VALUES ('k9', 'planned', 'run-1', '{}', '2026-03-01T09:30:00.000000+00:00')"
+        )
+    with State.open(path) as state:
+        stored = [
+            row[0] for row in state.db.query("SELECT usage_json FROM chunks ORDER BY chunk_key")
+        ]
+        assert stored == ["[1200,80,7,900]", "[1201,80,7,900]", "[1202,80,7,900]", None]
+        for number in range(3):
+            record = state.journal.get(f"k{number}")
+            assert record is not None
+            assert record.usage == Usage(1200 + number, 80, 7, 900)
+        record = state.journal.get("k9")
+        assert record is not None and record.usage is None
+        state.runs.start("run-2", "heartbeat", at(0))
+        _answered(state, "new", run_id="run-2")
+        assert state.db.scalar("SELECT usage_json FROM chunks WHERE chunk_key = 'new'") == (
+            "[1200,80,0,900]"
+        )
+        new = state.journal.get("new")
+        assert new is not None and new.usage == USAGE

@@ -179,3 +179,28 @@ def test_past_days_are_packed_tighter_once_a_share_at_a_time(state: State) -> No
     assert state.db.scalar("SELECT settled FROM conversation_days WHERE day = '2026-03-01'") == 0
     assert state.mentions.settle(DAY1 + timedelta(days=2)) == 1
     assert state.mentions.count_mentions(["Globex"]) == 1
+
+
+def _index_bytes(state: State) -> int:
+    return int(state.db.scalar("SELECT SUM(length(block)) FROM conversation_days_fts_data"))
+
+
+def test_settling_merges_the_segments_appends_leave_behind(state_path: Path) -> None:
+    # Each append indexes the day's whole text again (and a 'delete' of the old one) in new
+    # segments; settling merges them, so the index shrinks while every answer stays the same.
+    names = [["Initech"], ["Globex"], ["plan"], ["budget notes"], ["Umbrella"]]
+    with State.open(state_path) as state:
+        for block in range(12):
+            for number in range(6):
+                day = DAY1 + timedelta(days=number)
+                extra = " Initech" if number == block % 6 else ""
+                state.mentions.append("cos", f"s{number}", day, _dialogue(block, 200) + extra)
+        state.mentions.append("cos", "s9", DAY1, "Globex called about the budget notes")
+        counts = [state.mentions.mention_days(name) for name in names]
+        before = _index_bytes(state)
+        state.mentions.settle(DAY1)  # nothing to pack: only the merge
+        after = _index_bytes(state)
+        assert after < before * 0.8
+        assert [state.mentions.mention_days(name) for name in names] == counts
+        assert len(counts[0]) == 6 and len(counts[1]) == 1
+    _check_index(state_path)
