@@ -50,6 +50,7 @@ from typing import Any
 import structlog
 
 from memoryd.errors import CorruptFileError
+from memoryd.store._gcpause import collection_paused
 from memoryd.store.atomic import atomic_write_text
 from memoryd.store.catalog import (
     _NESTED_BUCKETS,
@@ -174,6 +175,16 @@ def load_snapshot(
     unknown). Given, a snapshot of an earlier commit is brought to `head` by reading again the
     entity folders those paths are in (a person's commit, a pull): at most `_CHANGED_LIMIT`
     of them, and none whose slug another entity shares or without a regular `entity.json`."""
+    with collection_paused():
+        return _load_snapshot(tx, cache_file, head, changed_since)
+
+
+def _load_snapshot(
+    tx: FileTransaction,
+    cache_file: Path,
+    head: str,
+    changed_since: Callable[[str], Sequence[str] | None] | None,
+) -> EntityCatalog | None:
     base = _read(cache_file.with_name(BASE_FILE), tx.root)
     if base is None:
         return None
