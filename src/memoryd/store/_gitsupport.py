@@ -101,6 +101,25 @@ def checked_relative(path: str) -> str:
     return pure.as_posix()
 
 
+def clean_message(message: str) -> str:
+    """A commit message as `git commit -m` records it by default (`--cleanup=whitespace`, as
+    `git stripspace` does): trailing whitespace removed from every line, runs of empty lines
+    made one, no empty line first or last, and a final newline; empty stays empty."""
+    lines: list[str] = []
+    for raw in message.split("\n"):
+        line = raw.rstrip(_WHITESPACE)
+        if line or (lines and lines[-1]):
+            lines.append(line)
+    while lines and not lines[-1]:
+        lines.pop()
+    return "\n".join(lines) + "\n" if lines else ""
+
+
+# What git's own `isspace` takes for whitespace (its `sane_ctype`: not \v nor \f, nothing
+# beyond ASCII).
+_WHITESPACE = " \t\n\r"
+
+
 @contextmanager
 def nul_file(entries: list[str]) -> Iterator[BinaryIO]:
     """A NUL-separated list in an anonymous file, to feed git through stdin."""
