@@ -90,6 +90,10 @@ FORCED_CONFIG: tuple[tuple[str, str], ...] = (
     # No command from the configuration is ever executed by memoryd's git: no file-system
     # monitor, no pager, no editor.
     ("core.fsmonitor", "false"),
+    # The untracked files of a status are found from the index's cache of folders' untracked
+    # entries, kept up to date by memoryd's status (`GitStore.status`): a store's folders are
+    # not all read again at every heartbeat. An optional index extension other git tools skip.
+    ("core.untrackedCache", "true"),
     ("core.pager", "cat"),
     ("core.editor", "true"),
     ("sequence.editor", "true"),
@@ -242,18 +246,29 @@ class GitStore:
             return status == 0
 
     def status(self) -> StoreStatus:
-        """Uncommitted changes under the store folder (ignored files are not listed)."""
+        """Uncommitted changes under the store folder (ignored files are not listed).
+
+        Asked first with untracked folders shown as folders: git answers that mode from the
+        index's untracked cache (`core.untrackedCache`, FORCED_CONFIG; git 2.39 keeps the
+        cache for this mode only), reading again only the folders whose modification time
+        changed since the last status, where listing every untracked file reads every folder
+        of the store. Only when a folder of untracked files is reported (someone added a
+        folder; rare) is git asked again with every file listed: the answer is the same as
+        listing every file at once. Like a person's `git status`, this one writes the index
+        back (the cache and the refreshed file status of changed entries) when it can take
+        the index lock at once, so that the next status starts from them; it never waits
+        for the lock."""
         with self._open() as session:
             output = session.run(
-                "status",
-                "--porcelain=v1",
-                "-z",
-                "--untracked-files=all",
-                "--no-renames",
-                "--",
-                *session.store_pathspec(),
-                optional_locks=False,
-            )
+                "status", "--porcelain=v1", "-z", "--untracked-files=normal", "--no-renames",
+                "--", *session.store_pathspec(),
+            )  # fmt: skip
+            if any(r.startswith("?? ") and r.endswith("/") for r in output.split("\0")):
+                output = session.run(
+                    "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames",
+                    "--", *session.store_pathspec(),
+                    optional_locks=False,
+                )  # fmt: skip
             modified: list[str] = []
             untracked: list[str] = []
             deleted: list[str] = []
