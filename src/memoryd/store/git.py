@@ -226,6 +226,17 @@ class GitStore:
             found = (session.to_store_relative(entry) for entry in output.split("\0") if entry)
             return sorted(path for path in found if path is not None)
 
+    def blob_at_head(self, path: str) -> str | None:
+        """The object name of the file HEAD has at the store-relative `path`, or None (no
+        such file, an unborn branch)."""
+        relative = checked_relative(path)
+        with self._open() as session:
+            status, output, _err = session.execute(
+                ["rev-parse", "--verify", "--quiet", f"HEAD:{session.to_repo_relative(relative)}"]
+            )
+        name = output.decode("ascii", "replace").strip()
+        return name if status == 0 and _OBJECT_NAME.fullmatch(name) else None
+
     def store_identity(self) -> str | None:
         """What tells this store from any other: the first commit of its history and the store
         folder's path in the work tree (clones of one store share it; another repository, or
