@@ -626,6 +626,11 @@ class _Session:
         commit = self.run("commit-tree", tree, "-p", parent, "-m", text).strip()
         subject = text.split("\n", 1)[0]
         self.run("update-ref", "-m", f"commit: {subject}", "HEAD", commit, parent)
+        # What `git commit` runs after each commit: git's automatic housekeeping (loose objects
+        # packed once there are many; `gc.auto`, `maintenance.auto`), which decides for itself
+        # and costs a look at one object folder when there is nothing to do. Its failure is
+        # not the commit's, as for `git commit`.
+        self.execute(["maintenance", "run", "--auto", "--quiet"])
         return commit
 
     def staged_everywhere(self) -> set[str] | None:

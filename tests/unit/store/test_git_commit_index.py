@@ -13,7 +13,7 @@ from tests.unit.store.test_git import NOW, git, make_repo, store_at
 
 from memoryd.errors import GitError
 from memoryd.store import git as git_module
-from memoryd.store._gitsupport import clean_message
+from memoryd.store._gitsupport import blob_name, clean_message
 
 MESSAGES = [
     "heartbeat: +5 facts\n\nMemoryd-Run: abc\nMemoryd-Agents: ops\n",
@@ -111,3 +111,23 @@ def test_a_commit_made_meanwhile_is_kept_and_memoryds_fails(
 
     assert git(repo, "log", "-1", "--format=%s") == "theirs\n"
     assert git(repo, "rev-list", "--count", "HEAD") == "2\n"
+
+
+def test_gits_housekeeping_runs_after_the_commit_as_after_git_commit(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    (repo / "a.md").write_text("a\n")
+    store = store_at(repo)
+    store.commit(["a.md"], "first")
+    # git's automatic gc estimates the loose objects from the folder objects/17 alone: with
+    # gc.auto 1, two loose objects there are enough to pack.
+    git(repo, "config", "gc.auto", "1")
+    git(repo, "config", "gc.autoDetach", "false")
+    texts = [f"{n}\n" for n in range(100_000)]
+    first, second = [t for t in texts if blob_name(t.encode(), "0" * 40).startswith("17")][:2]
+    (repo / "a.md").write_text(first)
+    (repo / "b.md").write_text(second)
+
+    assert store.commit(["a.md", "b.md"], "second") is not None
+
+    counts = git(repo, "count-objects", "-v").split("\n")
+    assert "count: 0" in counts and "in-pack: 0" not in counts
