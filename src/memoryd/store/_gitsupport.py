@@ -7,6 +7,7 @@ about the adapter itself.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import tempfile
@@ -99,6 +100,32 @@ def checked_relative(path: str) -> str:
     if pure.parts[0] == ".git":
         raise GitError(f"refusing to commit {path!r}: inside .git")
     return pure.as_posix()
+
+
+def blob_name(data: bytes, like: str) -> str:
+    """The object name git gives a file of `data`, hashed as `like` (an object name of the same
+    repository: SHA-1, or SHA-256 when it is 64 digits long) was."""
+    digest = hashlib.sha256 if len(like) == 64 else hashlib.sha1
+    return digest(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def clean_message(message: str) -> str:
+    """A commit message as `git commit -m` records it by default (`--cleanup=whitespace`, as
+    `git stripspace` does): trailing whitespace removed from every line, runs of empty lines
+    made one, no empty line first or last, and a final newline; empty stays empty."""
+    lines: list[str] = []
+    for raw in message.split("\n"):
+        line = raw.rstrip(_WHITESPACE)
+        if line or (lines and lines[-1]):
+            lines.append(line)
+    while lines and not lines[-1]:
+        lines.pop()
+    return "\n".join(lines) + "\n" if lines else ""
+
+
+# What git's own `isspace` takes for whitespace (its `sane_ctype`: not \v nor \f, nothing
+# beyond ASCII).
+_WHITESPACE = " \t\n\r"
 
 
 @contextmanager

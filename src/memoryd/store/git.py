@@ -50,6 +50,7 @@ from memoryd.store._gitsupport import (
     IgnoreRule,
     StoreStatus,
     checked_relative,
+    clean_message,
     find_repository,
     nul_file,
     parse_ignore_rule,
@@ -89,6 +90,10 @@ FORCED_CONFIG: tuple[tuple[str, str], ...] = (
     # No command from the configuration is ever executed by memoryd's git: no file-system
     # monitor, no pager, no editor.
     ("core.fsmonitor", "false"),
+    # The untracked files of a status are found from the index's cache of folders' untracked
+    # entries, kept up to date by memoryd's status (`GitStore.status`): a store's folders are
+    # not all read again at every heartbeat. An optional index extension other git tools skip.
+    ("core.untrackedCache", "true"),
     ("core.pager", "cat"),
     ("core.editor", "true"),
     ("sequence.editor", "true"),
@@ -221,6 +226,17 @@ class GitStore:
             found = (session.to_store_relative(entry) for entry in output.split("\0") if entry)
             return sorted(path for path in found if path is not None)
 
+    def blob_at_head(self, path: str) -> str | None:
+        """The object name of the file HEAD has at the store-relative `path`, or None (no
+        such file, an unborn branch)."""
+        relative = checked_relative(path)
+        with self._open() as session:
+            status, output, _err = session.execute(
+                ["rev-parse", "--verify", "--quiet", f"HEAD:{session.to_repo_relative(relative)}"]
+            )
+        name = output.decode("ascii", "replace").strip()
+        return name if status == 0 and _OBJECT_NAME.fullmatch(name) else None
+
     def store_identity(self) -> str | None:
         """What tells this store from any other: the first commit of its history and the store
         folder's path in the work tree (clones of one store share it; another repository, or
@@ -241,18 +257,29 @@ class GitStore:
             return status == 0
 
     def status(self) -> StoreStatus:
-        """Uncommitted changes under the store folder (ignored files are not listed)."""
+        """Uncommitted changes under the store folder (ignored files are not listed).
+
+        Asked first with untracked folders shown as folders: git answers that mode from the
+        index's untracked cache (`core.untrackedCache`, FORCED_CONFIG; git 2.39 keeps the
+        cache for this mode only), reading again only the folders whose modification time
+        changed since the last status, where listing every untracked file reads every folder
+        of the store. Only when a folder of untracked files is reported (someone added a
+        folder; rare) is git asked again with every file listed: the answer is the same as
+        listing every file at once. Like a person's `git status`, this one writes the index
+        back (the cache and the refreshed file status of changed entries) when it can take
+        the index lock at once, so that the next status starts from them; it never waits
+        for the lock."""
         with self._open() as session:
             output = session.run(
-                "status",
-                "--porcelain=v1",
-                "-z",
-                "--untracked-files=all",
-                "--no-renames",
-                "--",
-                *session.store_pathspec(),
-                optional_locks=False,
-            )
+                "status", "--porcelain=v1", "-z", "--untracked-files=normal", "--no-renames",
+                "--", *session.store_pathspec(),
+            )  # fmt: skip
+            if any(r.startswith("?? ") and r.endswith("/") for r in output.split("\0")):
+                output = session.run(
+                    "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames",
+                    "--", *session.store_pathspec(),
+                    optional_locks=False,
+                )  # fmt: skip
             modified: list[str] = []
             untracked: list[str] = []
             deleted: list[str] = []
@@ -315,15 +342,14 @@ class GitStore:
             if not changed:
                 return None
             if staged is not None and staged == set(changed):
-                # Nothing else is staged: the index is HEAD plus these paths, and a plain commit
-                # records the same tree without `--only`'s temporary index (a second write of
-                # the whole index, costly on a big store).
-                session.run("commit", "--quiet", "--no-verify", "-m", message)
+                # Nothing else is staged: the index is HEAD plus these paths, and its tree is
+                # the commit's (see `commit_index`), without `--only`'s temporary index.
+                sha: str | None = session.commit_index(message)
             else:
                 session.run_with_pathspecs(
                     ["commit", "--quiet", "--no-verify", "--only", "-m", message], changed
                 )
-            sha = session.head()
+                sha = session.head()
         log.info("store.committed", commit=sha, paths=len(changed))
         return sha
 
@@ -579,6 +605,33 @@ class _Session:
         """Index entries at or below the given repo-relative pathspecs."""
         output = self.run("ls-files", "--cached", "-z", "--", *self.store_pathspec())
         return under({entry for entry in output.split("\0") if entry}, pathspecs)
+
+    def commit_index(self, message: str) -> str:
+        """Commit the index as it is on top of HEAD (which must exist) and move the branch to
+        the new commit; return its sha.
+
+        What `git commit -m` does, in the plumbing commands it is made of: the index's tree
+        (`write-tree`, from the index's cached trees: only the folders of the paths just staged
+        are hashed again), a commit of it on HEAD (`commit-tree`, the message cleaned as `git
+        commit` cleans a `-m` message by default) and the branch moved to it with the same
+        reflog entry (`update-ref`, only if HEAD is still the parent: a commit made meanwhile
+        by someone else is never lost but fails this one with GitError). `git commit` also
+        refreshes the cached file status of every index entry first (an lstat of every tracked
+        file) and writes the whole index again: on a store of 15,000 files most of a commit's
+        cost, for nothing this commit needs (the paths committed were just staged, which
+        refreshed theirs; `status` refreshes the others, see there)."""
+        parent = self.run("rev-parse", "--verify", "HEAD^{commit}").strip()
+        tree = self.run("write-tree").strip()
+        text = clean_message(message)
+        commit = self.run("commit-tree", tree, "-p", parent, "-m", text).strip()
+        subject = text.split("\n", 1)[0]
+        self.run("update-ref", "-m", f"commit: {subject}", "HEAD", commit, parent)
+        # What `git commit` runs after each commit: git's automatic housekeeping (loose objects
+        # packed once there are many; `gc.auto`, `maintenance.auto`), which decides for itself
+        # and costs a look at one object folder when there is nothing to do. Its failure is
+        # not the commit's, as for `git commit`.
+        self.execute(["maintenance", "run", "--auto", "--quiet"])
+        return commit
 
     def staged_everywhere(self) -> set[str] | None:
         """Every repo-relative path whose staged content differs from HEAD, in the whole

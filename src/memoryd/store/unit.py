@@ -42,6 +42,8 @@ from memoryd.store._digest import (
     is_temporary,
     read_bytes_nofollow,
 )
+from memoryd.store._gitsupport import blob_name
+from memoryd.store._scanwindows import changed_windows
 from memoryd.store.atomic import atomic_write_bytes, fsync_directory
 from memoryd.store.foreign import (
     FOREIGN_EDITS_MESSAGE,
@@ -72,6 +74,10 @@ __all__ = [
 RUN_TRAILER = "Memoryd-Run"
 
 _TRAILER_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*$")
+# A staged file at least this long, rewritten from HEAD's content, has only its changed lines
+# (with this many lines around each) scanned for secrets before the commit (`_to_scan`).
+_WINDOWED_SCAN_CHARS = 64 * 1024
+_SCAN_CONTEXT_LINES = 32
 
 
 class PlannedWrite(NamedTuple):
@@ -306,11 +312,26 @@ class UnitOfWork:
     def _secret_files(self, scanner: Callable[[str], list[str]]) -> tuple[WithheldFile, ...]:
         withheld = []
         for key, staged in sorted(self._staged.items()):
-            kinds = scanner(staged.text) if staged.text is not None else []
+            if staged.text is None:
+                continue
+            kinds = [kind for part in self._to_scan(key, staged.text) for kind in scanner(part)]
             if kinds:
                 withheld.append(WithheldFile(key, tuple(sorted(set(kinds)))))
                 log.warning("store.commit_withheld", path=key, secret_kinds=sorted(set(kinds)))
         return tuple(withheld)
+
+    def _to_scan(self, key: str, text: str) -> list[str]:
+        """The parts of `text`, the new content of `key`, that the secret scan must read: the
+        whole text, or for a large file whose old content memoryd read and HEAD holds as it
+        is, the lines changed with `_SCAN_CONTEXT_LINES` around them (what HEAD has is in
+        history already; `memoryd.store._scanwindows` says what the windows still find)."""
+        old = self._seen_text.get(key)
+        if old is None or len(text) < _WINDOWED_SCAN_CHARS:
+            return [text]
+        committed = self._git.blob_at_head(key)
+        if committed is None or blob_name(old.encode("utf-8"), committed) != committed:
+            return [text]  # someone's edit memoryd read (withheld, or made since): all of it
+        return changed_windows(old, text, _SCAN_CONTEXT_LINES)
 
     def commit_foreign_edits(
         self,

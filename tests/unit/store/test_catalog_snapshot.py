@@ -4,6 +4,8 @@ used only for the commit it was saved at, always equal to a fresh load of the st
 from __future__ import annotations
 
 import json
+from dataclasses import FrozenInstanceError, fields
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +18,7 @@ from memoryd.store import catalog_snapshot
 from memoryd.store.catalog import EntityCatalog
 from memoryd.store.catalog_cache import load_catalog
 from memoryd.store.catalog_snapshot import BASE_FILE, DELTA_FILE, save_snapshot
+from memoryd.store.entities import Entity
 from memoryd.store.git import GitIdentity, GitStore
 from memoryd.store.labels import matcher_document
 
@@ -349,3 +352,26 @@ def test_changes_outside_the_entity_folders_keep_the_snapshot_and_its_delta(
     assert loaded and loaded[0]["reread"] == 0 and loaded[0]["replayed"] > 0
     assert entity_reads(tx) == []
     assert tables(catalog) == fresh(store)
+
+
+def test_an_entity_from_a_snapshot_is_the_entity_itself() -> None:
+    # `_built` sets the fields directly: it must stay what `Entity(...)` makes.
+    assert not hasattr(Entity, "__post_init__") and not hasattr(Entity, "__slots__")
+    assert [f.name for f in fields(Entity)] == list(catalog_snapshot._ENTITY_FIELDS)
+    made = Entity(
+        name="Zoë Acme",
+        kind="company",
+        slug="zoe-acme",
+        status="completed",
+        aliases=("Acme", "ZA"),
+        created=date(2026, 1, 2),
+        archived=True,
+        extra={"homepage": "https://acme.invalid"},
+    )
+    document = catalog_snapshot.entity_document(made)
+    loaded = catalog_snapshot.entity_from_document(document, "company", "zoe-acme", True)
+    assert loaded is not None
+    assert loaded == made and hash(loaded) == hash(made) and repr(loaded) == repr(made)
+    assert vars(loaded) == vars(made) and loaded.ref == made.ref
+    with pytest.raises(FrozenInstanceError):
+        loaded.name = "other"  # type: ignore[misc]
