@@ -19,7 +19,12 @@ from typing import NoReturn
 
 from memoryd import LOG_LEVELS, __version__
 from memoryd.cli.reading import add_reading_commands
-from memoryd.cli.startup import collector_paused, first_command_done, without_pydantic_plugins
+from memoryd.cli.startup import (
+    collector_paused,
+    first_command_done,
+    no_collection_at_exit,
+    without_pydantic_plugins,
+)
 from memoryd.errors import (
     EXIT_CONFIG,
     EXIT_FAILED,
@@ -85,6 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the process exit code."""
+    no_collection_at_exit()
     try:
         return _run(argv)
     finally:

@@ -152,3 +152,25 @@ def test_a_pydantic_asking_its_loader_for_more_gets_the_real_loader() -> None:
         """
     )
     assert out == ["[]", "False", "pydantic", "True"]
+
+
+def test_the_heap_is_frozen_at_exit_after_the_other_exit_handlers() -> None:
+    out = run_python(
+        """
+        import atexit, gc, sys
+        atexit.register(lambda: print("frozen-at-the-end", gc.get_freeze_count() > 0))
+        from memoryd.cli.startup import no_collection_at_exit
+        no_collection_at_exit()
+        no_collection_at_exit()
+        atexit.register(lambda: print("frozen-before-a-later-handler", gc.get_freeze_count() > 0))
+        print("frozen-while-running", gc.get_freeze_count() > 0)
+        """
+    )
+    assert out == [
+        "frozen-while-running",
+        "False",
+        "frozen-before-a-later-handler",
+        "False",
+        "frozen-at-the-end",
+        "True",
+    ]
