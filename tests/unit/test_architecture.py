@@ -125,7 +125,7 @@ def test_only_the_adapter_imports_the_sdk_and_nothing_imports_gitpython() -> Non
             sdk += [relative for n in names if n.split(".")[0] == "anthropic"]
             git += [relative for n in names if n.split(".")[0] == "git"]
     assert sorted(set(sdk)) == ["llm/anthropic_client.py"]
-    assert git == []  # git runs as a command, from `store/git.py` (issue 15)
+    assert git == []  # git runs as a command, from `store/_gitprocess.py` (issue 15)
 
 
 def test_only_the_git_module_runs_git() -> None:
@@ -140,7 +140,7 @@ def test_only_the_git_module_runs_git() -> None:
                 and node.elts[0].value == "git"
             ):
                 runners.append(str(path.relative_to(PACKAGE)))
-    assert sorted(set(runners)) == ["store/git.py"]
+    assert sorted(set(runners)) == ["store/_gitprocess.py"]
 
 
 @pytest.mark.parametrize(

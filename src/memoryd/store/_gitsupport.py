@@ -1,8 +1,8 @@
 """Plain helpers of the git adapter that run no git: identity, status, path checks, finding the
 repository a folder is in, and the reading of `git check-ignore --verbose` output.
 
-They live apart from `memoryd.store.git` (still the only module running git) to keep that module
-about the adapter itself.
+They live apart from `memoryd.store.git` (which, with `_gitprocess` and `_gitsession`, runs
+git) to keep that module about the adapter itself.
 """
 
 from __future__ import annotations
@@ -18,6 +18,10 @@ from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
 from memoryd.errors import GitError
+
+# Present in the git directory while memoryd moves its branch and work tree to another commit
+# (`memoryd.store.gittree`); no commit is made until the move is finished.
+SYNC_MARKER = "memoryd-sync.json"
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,8 @@
-"""The git adapter: the only module that runs git.
+"""The git adapter: `GitStore`, the one way into the store's repository.
+
+It runs git through `memoryd.store._gitprocess` (one command: environment, forced settings,
+timeout, error text) and `memoryd.store._gitsession` (one operation's repository); no other
+module runs git.
 
 The store is a git work tree, or a folder inside a larger repository. Everything here is scoped
 to the store folder: memoryd stages and commits only paths inside it, and a commit never carries
@@ -6,10 +10,11 @@ changes staged elsewhere in the repository (`git commit --only` builds the commi
 the named paths, leaving the rest of the index as it was).
 
 Invariants:
-- git is run as a command, one process per command (`_execute`), never as a long-lived helper;
-  the repository is found afresh for each operation (`memoryd.store._gitsupport.find_repository`,
-  without running git), and each command runs in the work tree with the process's environment,
-  English messages (`LC_ALL=C`, which the error mapping reads) and the variables below;
+- git is run as a command, one process per command (`_gitprocess.run_git`), never as a
+  long-lived helper; the repository is found afresh for each operation
+  (`memoryd.store._gitsupport.find_repository`, without running git), and each command runs in
+  the work tree with the process's environment, English messages (`LC_ALL=C`, which the error
+  mapping reads) and the variables of `_gitprocess.git_environment`;
 - author and committer are always the configured identity, and commit dates come from the
   injected clock (or git's own when none is given): every `GIT_AUTHOR_*` / `GIT_COMMITTER_*`
   variable is set explicitly, so nothing inherited from the process environment overrides them;
@@ -29,31 +34,27 @@ A stale `index.lock` left by a crashed git is handled before every index write; 
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
-import signal
-import subprocess
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import BinaryIO
 
 import structlog
 
-from memoryd.errors import GitBusyError, GitError, GitStateError, IgnoredStoreError
-from memoryd.store._gitlock import LockPolicy, clear_index_lock
+from memoryd.errors import GitBusyError, GitError
+from memoryd.store._gitlock import LockPolicy
+from memoryd.store._gitprocess import error_detail, git_environment, run_git
+from memoryd.store._gitsession import Session
 from memoryd.store._gitsupport import (
     GitIdentity,
     IgnoreRule,
     StoreStatus,
     checked_relative,
-    clean_message,
     find_repository,
     nul_file,
-    parse_ignore_rule,
     remove_empty_parents,
     under,
 )
@@ -71,39 +72,6 @@ __all__ = [
 
 DEFAULT_BRANCH = "main"
 _OBJECT_NAME = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")  # a full SHA-1 or SHA-256 object name
-# Present in the git directory while memoryd moves its branch and work tree to another commit
-# (`memoryd.store.gittree`); no commit is made until the move is finished.
-SYNC_MARKER = "memoryd-sync.json"
-# Settings forced on every git command memoryd runs, through GIT_CONFIG_COUNT/KEY/VALUE (git >=
-# 2.31): these take precedence over every config file (system, global, the repository's own), so
-# no setting there changes what memoryd relies on. Documented in docs/operators-guide.md §9.
-FORCED_CONFIG: tuple[tuple[str, str], ...] = (
-    # No hook runs for memoryd's commands (a daemon has no one to answer them), no signing.
-    ("core.hooksPath", os.devnull),
-    ("commit.gpgSign", "false"),
-    ("core.quotePath", "false"),
-    # The bytes memoryd writes are the bytes committed: no line-ending conversion, and no refusal
-    # of a commit because a conversion would not round-trip (`core.safecrlf`).
-    ("core.autocrlf", "false"),
-    ("core.safecrlf", "false"),
-    ("core.eol", "lf"),
-    # No command from the configuration is ever executed by memoryd's git: no file-system
-    # monitor, no pager, no editor.
-    ("core.fsmonitor", "false"),
-    # The untracked files of a status are found from the index's cache of folders' untracked
-    # entries, kept up to date by memoryd's status (`GitStore.status`): a store's folders are
-    # not all read again at every heartbeat. An optional index extension other git tools skip.
-    ("core.untrackedCache", "true"),
-    ("core.pager", "cat"),
-    ("core.editor", "true"),
-    ("sequence.editor", "true"),
-    # Nothing is stashed behind memoryd's back, and submodules are left alone.
-    ("rebase.autoStash", "false"),
-    ("merge.autoStash", "false"),
-    ("submodule.recurse", "false"),
-    ("fetch.recurseSubmodules", "false"),
-    ("advice.detachedHead", "false"),
-)
 
 
 def find_work_tree(path: Path) -> Path | None:
@@ -177,14 +145,14 @@ class GitStore:
         self.store_root.mkdir(parents=True, exist_ok=True)
         git_dir = self.store_root / ".git"
         env = self._environment(git_dir, self.store_root)
-        status, _out, stderr = _execute(
+        status, _out, stderr = run_git(
             ["init", "--quiet", f"--initial-branch={initial_branch}"],
             cwd=self.store_root,
             env=env,
             timeout=self._command_timeout,
         )
         if status != 0:
-            raise GitError(f"git init in {self.store_root} failed: {_detail(stderr, status)}")
+            raise GitError(f"git init in {self.store_root} failed: {error_detail(stderr, status)}")
         log.info("store.git_initialized", path=str(self.store_root), branch=initial_branch)
         return True
 
@@ -478,7 +446,7 @@ class GitStore:
                 handle.seek(0)
             status, output, stderr = session.execute(args, env=env, stdin=handle)
         if status != 0 and check:
-            detail = _detail(stderr, status)
+            detail = error_detail(stderr, status)
             if "index.lock" in detail and "exists" in detail:
                 raise GitBusyError(f"git {args[0]} failed: {detail}")
             raise GitError(f"git {args[0]} failed: {detail}")
@@ -493,7 +461,7 @@ class GitStore:
     # -- internals --------------------------------------------------------------------------
 
     @contextmanager
-    def _open(self, start: Path | None = None) -> Iterator[_Session]:
+    def _open(self, start: Path | None = None) -> Iterator[Session]:
         # `start`: where to look for the repository when the store folder may not exist yet.
         found = find_repository(start or self.store_root)
         if found is None:
@@ -501,309 +469,9 @@ class GitStore:
         work_tree, git_dir = found
         if work_tree is None:
             raise GitError(f"{self.store_root} is inside a bare repository")
-        yield _Session(self, work_tree.resolve(), git_dir.resolve())
+        yield Session(self, work_tree.resolve(), git_dir.resolve())
 
     def _environment(self, git_dir: Path, work_tree: Path) -> dict[str, str]:
         # Without a clock git stamps the time itself; an empty value still masks inherited ones.
         stamp = "" if self._clock is None else f"@{int(self._clock().timestamp())} +0000"
-        environment = {
-            "GIT_DIR": str(git_dir),
-            "GIT_WORK_TREE": str(work_tree),
-            "GIT_INDEX_FILE": str(git_dir / "index"),
-            "GIT_TERMINAL_PROMPT": "0",
-            "GIT_LITERAL_PATHSPECS": "1",
-            "GIT_AUTHOR_NAME": self.identity.name,
-            "GIT_AUTHOR_EMAIL": self.identity.email,
-            "GIT_AUTHOR_DATE": stamp,
-            "GIT_COMMITTER_NAME": self.identity.name,
-            "GIT_COMMITTER_EMAIL": self.identity.email,
-            "GIT_COMMITTER_DATE": stamp,
-            "GIT_CONFIG_COUNT": str(len(FORCED_CONFIG)),
-        }
-        for index, (key, value) in enumerate(FORCED_CONFIG):
-            environment[f"GIT_CONFIG_KEY_{index}"] = key
-            environment[f"GIT_CONFIG_VALUE_{index}"] = value
-        return environment
-
-
-class _Session:
-    """One repository found, for the length of one GitStore operation."""
-
-    def __init__(self, owner: GitStore, work_tree: Path, git_dir: Path) -> None:
-        self.owner = owner
-        self.work_tree = work_tree
-        self.git_dir = git_dir
-        # Computed once per operation, as the commit dates are (one clock reading).
-        self.environment = owner._environment(git_dir, work_tree)
-        try:
-            prefix = owner.store_root.relative_to(work_tree).as_posix()
-        except ValueError as error:
-            raise GitError(f"{owner.store_root} is not inside {work_tree}") from error
-        self.prefix = "" if prefix == "." else prefix
-
-    def execute(
-        self,
-        args: Sequence[str],
-        *,
-        env: Mapping[str, str] | None = None,
-        stdin: BinaryIO | None = None,
-    ) -> tuple[int, bytes, str]:
-        """Run `git <args>` in the work tree: (exit status, raw output, error text)."""
-        return _execute(
-            args,
-            cwd=self.work_tree,
-            env={**self.environment, **(env or {})},
-            stdin=stdin,
-            timeout=self.owner._command_timeout,
-        )
-
-    def run(self, *args: str, optional_locks: bool = True, stdin: BinaryIO | None = None) -> str:
-        extra = {} if optional_locks else {"GIT_OPTIONAL_LOCKS": "0"}
-        status, output, stderr = self.execute(args, env=extra, stdin=stdin)
-        if status != 0:
-            detail = _detail(stderr, status)
-            if "index.lock" in detail and "exists" in detail:
-                # Another git took the lock between our check and this command: transient.
-                raise GitBusyError(f"git {args[0]} failed: {detail}")
-            raise GitError(f"git {args[0]} failed: {detail}")
-        return output.decode("utf-8", "surrogateescape")
-
-    def run_with_pathspecs(
-        self, arguments: list[str], pathspecs: list[str], *, optional_locks: bool = True
-    ) -> str:
-        """Run git with pathspecs fed through stdin: no argument-length limit, and with
-        GIT_LITERAL_PATHSPECS no character in a file name is taken as a pattern."""
-        with nul_file(pathspecs) as handle:
-            return self.run(
-                *arguments,
-                "--pathspec-from-file=-",
-                "--pathspec-file-nul",
-                optional_locks=optional_locks,
-                stdin=handle,
-            )
-
-    def head(self) -> str | None:
-        try:
-            return self.run("rev-parse", "--verify", "--quiet", "HEAD^{commit}").strip() or None
-        except GitError:
-            return None
-
-    def store_pathspec(self) -> list[str]:
-        return [self.prefix] if self.prefix else []
-
-    def to_repo_relative(self, store_relative: str) -> str:
-        return f"{self.prefix}/{store_relative}" if self.prefix else store_relative
-
-    def to_store_relative(self, repo_relative: str) -> str | None:
-        if not self.prefix:
-            return repo_relative
-        if repo_relative.startswith(self.prefix + "/"):
-            return repo_relative[len(self.prefix) + 1 :]
-        return None
-
-    def tracked(self, pathspecs: list[str]) -> set[str]:
-        """Index entries at or below the given repo-relative pathspecs."""
-        output = self.run("ls-files", "--cached", "-z", "--", *self.store_pathspec())
-        return under({entry for entry in output.split("\0") if entry}, pathspecs)
-
-    def commit_index(self, message: str) -> str:
-        """Commit the index as it is on top of HEAD (which must exist) and move the branch to
-        the new commit; return its sha.
-
-        What `git commit -m` does, in the plumbing commands it is made of: the index's tree
-        (`write-tree`, from the index's cached trees: only the folders of the paths just staged
-        are hashed again), a commit of it on HEAD (`commit-tree`, the message cleaned as `git
-        commit` cleans a `-m` message by default) and the branch moved to it with the same
-        reflog entry (`update-ref`, only if HEAD is still the parent: a commit made meanwhile
-        by someone else is never lost but fails this one with GitError). `git commit` also
-        refreshes the cached file status of every index entry first (an lstat of every tracked
-        file) and writes the whole index again: on a store of 15,000 files most of a commit's
-        cost, for nothing this commit needs (the paths committed were just staged, which
-        refreshed theirs; `status` refreshes the others, see there)."""
-        parent = self.run("rev-parse", "--verify", "HEAD^{commit}").strip()
-        tree = self.run("write-tree").strip()
-        text = clean_message(message)
-        commit = self.run("commit-tree", tree, "-p", parent, "-m", text).strip()
-        subject = text.split("\n", 1)[0]
-        self.run("update-ref", "-m", f"commit: {subject}", "HEAD", commit, parent)
-        # What `git commit` runs after each commit: git's automatic housekeeping (loose objects
-        # packed once there are many; `gc.auto`, `maintenance.auto`), which decides for itself
-        # and costs a look at one object folder when there is nothing to do. Its failure is
-        # not the commit's, as for `git commit`.
-        self.execute(["maintenance", "run", "--auto", "--quiet"])
-        return commit
-
-    def staged_everywhere(self) -> set[str] | None:
-        """Every repo-relative path whose staged content differs from HEAD, in the whole
-        repository (None on an unborn branch)."""
-        if self.head() is None:
-            return None
-        output = self.run("diff", "--cached", "--name-only", "-z", "--no-renames", "HEAD")
-        return {entry for entry in output.split("\0") if entry}
-
-    def staged_changes(self, pathspecs: list[str]) -> list[str]:
-        """Files at or below the pathspecs whose staged content differs from HEAD."""
-        if self.head() is None:
-            return sorted(self.tracked(pathspecs))
-        output = self.run(
-            "diff", "--cached", "--name-only", "-z", "--no-renames", "HEAD",
-            "--", *self.store_pathspec(),
-        )  # fmt: skip
-        return sorted(under({entry for entry in output.split("\0") if entry}, pathspecs))
-
-    def ignore_rule(self) -> IgnoreRule | None:
-        """The rule ignoring the store folder; see `GitStore.ignore_rule`."""
-        if not self.prefix:
-            return None  # the store is the work tree's root, which nothing can ignore
-        # --no-index: files under the folder may be tracked already (force-added by an older
-        # memoryd), and a tracked path would otherwise be reported as not ignored. The trailing
-        # slash lets a folder-only pattern (`data/`) match a folder that does not exist yet.
-        # check-ignore refuses literal pathspecs; it never expands wildcards in the path it is
-        # given, and `:(top)` keeps a leading `:` in a folder name from being read as magic.
-        with nul_file([f":(top){self.prefix}/"]) as handle:
-            status, output, stderr = self.execute(
-                ["check-ignore", "--verbose", "--no-index", "--stdin", "-z"],
-                env={"GIT_LITERAL_PATHSPECS": "0"},
-                stdin=handle,
-            )
-        if status not in (0, 1):  # 1 is "not ignored"
-            raise GitError(f"git check-ignore failed: {stderr.strip() or f'exit {status}'}")
-        text = output.decode("utf-8", "surrogateescape")
-        return parse_ignore_rule(text, self.work_tree) if status == 0 else None
-
-    def check_not_ignored(self) -> None:
-        rule = self.ignore_rule()
-        if rule is not None:
-            raise IgnoredStoreError(
-                self.owner.store_root, self.work_tree, rule.pattern, rule.source
-            )
-
-    def rebase_in_progress(self) -> bool:
-        return (self.git_dir / "rebase-merge").exists() or (self.git_dir / "rebase-apply").exists()
-
-    def operation_in_progress(self) -> str | None:
-        if self.rebase_in_progress():
-            return "rebase"
-        for name, operation in _OPERATION_HEADS:
-            if (self.git_dir / name).exists():
-                return operation
-        return None
-
-    def check_writable(self) -> None:
-        if (self.git_dir / SYNC_MARKER).exists():
-            raise GitBusyError(
-                f"memoryd's move of the branch to another commit is unfinished in {self.work_tree}"
-                "; the next job finishes it before writing"
-            )
-        operation = self.operation_in_progress()
-        if operation is not None:
-            raise GitStateError(
-                f"a {operation} is in progress in {self.work_tree} (not memoryd's): memoryd "
-                f"writes nothing until it is finished or aborted (git {operation} --continue "
-                f"or --abort)"
-            )
-        status, _out, _err = self.execute(["symbolic-ref", "--quiet", "HEAD"])
-        if status != 0:
-            raise GitStateError(
-                f"HEAD is detached in {self.work_tree}: memoryd commits only on a branch (commits "
-                "on a detached HEAD are lost by the next checkout); check out the store's branch "
-                "(git checkout main), keeping any commit made meanwhile (git branch keep <sha>)"
-            )
-
-    def clear_index_lock(self) -> None:
-        """Remove a stale index.lock, wait for a live one, or raise GitError."""
-        clear_index_lock(
-            self.git_dir / "index.lock", (self.work_tree, self.git_dir), self.owner.lock_policy
-        )
-
-
-_OPERATION_HEADS = (
-    ("MERGE_HEAD", "merge"),
-    ("CHERRY_PICK_HEAD", "cherry-pick"),
-    ("REVERT_HEAD", "revert"),
-)
-
-
-def _execute(
-    args: Sequence[str],
-    *,
-    cwd: Path,
-    env: Mapping[str, str],
-    stdin: BinaryIO | None = None,
-    timeout: float | None,
-) -> tuple[int, bytes, str]:
-    """Run `git <args>`: (exit status, raw standard output, standard error as text).
-
-    Git runs with this process's environment (its `HOME` and the user's git configuration, an
-    SSH agent for a remote) with `env` over it, and English messages (`LANGUAGE`, `LC_ALL`),
-    which the callers' error mapping reads ("index.lock ... exists"). A command still running
-    after `timeout` seconds is killed with whatever it started (an `ssh` to a remote), and
-    reported with status -9 and a "Timeout" message, as GitPython's `kill_after_timeout` did;
-    so is git interrupted by an exception here (a signal handler's). Git stays in memoryd's
-    process group: an `ssh` it starts can still ask a person at the terminal for a passphrase.
-    Git that cannot be started raises GitError."""
-    environment = {**os.environ, "LANGUAGE": "C", "LC_ALL": "C", **env}
-    command = ["git", *args]
-    try:
-        process = subprocess.Popen(
-            command,
-            cwd=cwd if os.access(cwd, os.X_OK) else None,
-            env=environment,
-            stdin=stdin if stdin is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
-    except OSError as error:
-        raise GitError(f"git {args[0]} could not be run: {error}") from error
-    with process:
-        try:
-            stdout, stderr = process.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            _kill_tree(process)
-            shown = " ".join(command)
-            return -9, b"", f'Timeout: the command "{shown}" did not complete in {timeout:g} secs.'
-        except BaseException:
-            _kill_tree(process)
-            raise
-    return process.returncode, stdout, stderr.decode("utf-8", "replace")
-
-
-def _kill_tree(process: subprocess.Popen[bytes]) -> None:
-    """Kill git and the processes it started (found before git dies, while they are still its
-    descendants), and reap git."""
-    for pid in [process.pid, *_descendants(process.pid)]:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGKILL)
-    process.communicate()
-
-
-def _descendants(root: int, proc: Path = Path("/proc")) -> list[int]:
-    """The processes below `root`, from each process's parent in `/proc/<pid>/stat`."""
-    children: dict[int, list[int]] = {}
-    try:
-        entries = os.listdir(proc)
-    except OSError:
-        return []
-    for name in entries:
-        if not name.isdigit():
-            continue
-        try:
-            # The command name, in parentheses, may hold anything: the parent follows the last
-            # ')' and the state.
-            fields = (proc / name / "stat").read_text(encoding="utf-8", errors="replace")
-            parent = int(fields.rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        children.setdefault(parent, []).append(int(name))
-    found: list[int] = []
-    waiting = [root]
-    while waiting:
-        for child in children.get(waiting.pop(), []):
-            found.append(child)
-            waiting.append(child)
-    return found
-
-
-def _detail(stderr: str, status: int) -> str:
-    # git's usage dumps are long; the first lines say what went wrong.
-    return "; ".join(stderr.strip().splitlines()[:3]) or f"exit {status}"
+        return git_environment(self.identity, stamp, git_dir, work_tree)

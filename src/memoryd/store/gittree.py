@@ -32,7 +32,8 @@ from pathlib import Path
 
 from memoryd.errors import GitError
 from memoryd.logs import get_logger
-from memoryd.store.git import SYNC_MARKER, GitStore
+from memoryd.store._gitsupport import SYNC_MARKER
+from memoryd.store.git import GitStore
 
 log = get_logger(__name__)
 

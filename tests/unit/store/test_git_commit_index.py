@@ -12,7 +12,7 @@ import pytest
 from tests.unit.store.test_git import NOW, git, make_repo, store_at
 
 from memoryd.errors import GitError
-from memoryd.store import git as git_module
+from memoryd.store._gitsession import Session
 from memoryd.store._gitsupport import blob_name, clean_message
 
 MESSAGES = [
@@ -97,14 +97,14 @@ def test_a_commit_made_meanwhile_is_kept_and_memoryds_fails(
     store = store_at(repo)
     store.commit(["a.md"], "first")
     (repo / "a.md").write_text("a2\n")
-    run = git_module._Session.run
+    run = Session.run
 
     def person_commits_first(self: Any, *args: str, **kwargs: Any) -> str:
         if args[0] == "commit-tree":  # a person's commit lands between memoryd's steps
             git(repo, "commit", "--quiet", "--allow-empty", "-m", "theirs")
         return run(self, *args, **kwargs)
 
-    monkeypatch.setattr(git_module._Session, "run", person_commits_first)
+    monkeypatch.setattr(Session, "run", person_commits_first)
 
     with pytest.raises(GitError, match="update-ref"):
         store.commit(["a.md"], "memoryd's")
