@@ -31,6 +31,8 @@ import types
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from memoryd.collector import collection_paused
+
 _starting = True
 _exit_registered = False
 
@@ -41,13 +43,12 @@ def collector_paused() -> Iterator[None]:
     if not gc.isenabled():  # an outer block holds it off already (or the embedding program)
         yield
         return
-    gc.disable()
-    try:
-        yield
-    finally:
-        if _starting:
-            gc.freeze()
-        gc.enable()
+    with collection_paused():
+        try:
+            yield
+        finally:
+            if _starting:
+                gc.freeze()
 
 
 def no_collection_at_exit() -> None:

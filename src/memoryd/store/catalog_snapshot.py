@@ -49,8 +49,8 @@ from typing import Any
 
 import structlog
 
+from memoryd.collector import collection_paused
 from memoryd.errors import CorruptFileError
-from memoryd.store._gcpause import collection_paused
 from memoryd.store.atomic import atomic_write_text
 from memoryd.store.catalog import (
     _NESTED_BUCKETS,

@@ -1,4 +1,9 @@
-"""Building a large long-lived structure without the cyclic garbage collector's passes.
+"""Building large long-lived structures without the cyclic garbage collector's passes.
+
+Importing a large library (the Anthropic SDK defines some 1,500 pydantic classes) or loading the
+entity catalogue's snapshot creates many containers in one go, almost none of them garbage. In a
+heartbeat the SDK is imported when its first call is made, after the catalogue is in memory, so
+every collection during the import also walks the catalogue: its cost grew with the store.
 
 Loading the entity catalogue's snapshot (`memoryd.store.catalog_snapshot`) creates some
 hundred thousand containers (entities, label sets, the mention trie's nodes) in one go, none of
@@ -8,7 +13,7 @@ store of 5,000 entities the collector's passes cost as much as the load itself (
 0.12 s). `collection_paused` switches the collector off for the length of such a block and
 back on after it (if it was on): no object is freed later or earlier than it would have been by
 reference counting, and any cycle left unreachable meanwhile is collected by the next pass after
-the block.
+the block. `memoryd.cli.startup` builds the start-up's pause (which also freezes) on this one.
 """
 
 from __future__ import annotations

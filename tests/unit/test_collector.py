@@ -1,4 +1,4 @@
-"""The cyclic garbage collector paused for a block (`memoryd.store._gcpause`)."""
+"""The cyclic garbage collector paused for a block (`memoryd.collector`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from memoryd.store._gcpause import collection_paused
+from memoryd.collector import collection_paused
 
 
 @pytest.fixture
