@@ -52,7 +52,7 @@ DATA = Path(tempfile.gettempdir()) / "memoryd-bench" / "heartbeat"
 ROOT = Path(__file__).resolve().parent.parent
 # The columns of the report, oldest first: "main" and "cache" only measure the idle heartbeat
 # and the big store (`--only idle --only big`), before and after the catalogue cache.
-LABELS = ("before", "after", "main", "cache", "base", "final")
+LABELS = ("before", "after", "main", "cache", "base", "final", "end")
 FILLER = (
     "We went through the plan again, checked the numbers and agreed on the next steps; "
     "the notes below are the details we want to keep for later reference. "
@@ -527,7 +527,10 @@ def render(results: dict[str, dict[str, Any]]) -> str:
         "a quiet machine (load average 0.1-1): `-- --label base --commit 4e4a038 --src "
         "BASE/src --only big --only idle --runs 5` (main at the start of that work), then "
         "`-- --label final --only big --only idle --only db --runs 5` (idle again with "
-        "`--runs 7`).\n\n"
+        "`--runs 7`). The `end` column came later on 2026-12-02, after the work on the one-shot "
+        "start-up, the big store's heartbeat and the state database, on a quiet machine (load "
+        "average 0.2-1): `-- --label end --only big --runs 7`, `--only idle --runs 9`, "
+        "`--only db --runs 1`.\n\n"
     )
     return intro + head + "\n".join(rows) + "\n\n" + NOTES
 
@@ -552,22 +555,26 @@ What the rows say:
   chunk. Those chunks are asked again (43 of 48), at once and in parallel as soon as the chunk
   before them is applied, so the store is exactly what one call at a time gives (tested at
   concurrency 1, 2, 4, 8) and the backfill still runs 3.7x faster than before.
-- **State database.** Measured apart (`--only db`, `benchmarks/_state_db.py`) on data big
-  enough for SQLite's fixed pages (about 40 tables and indexes of at least one 4 KB page) not to
-  decide the ratio: a synthetic backfill of 4 agents x 30 days, 160 turns a day, tool-heavy,
-  its dialogue varied text (about a fifth of the bytes, as in the backfill rows), and the
-  shared real samples (`real/`, read in place; not measured when absent), each heartbeat
-  repeated until nothing is left, then the clock moved 15 days on and one idle heartbeat (the
-  journal's prune). A chunk's journal row holds its files, line range and digest, the prune
-  gives the space back (migration 4: incremental auto-vacuum), and since migration 5 the
-  mention index (DESIGN §1.2: the cleaned user and assistant text of every conversation-day,
-  kept after the transcript is gone) is packed: each day's text zstd-compressed (level 3 while
-  it may grow, level 15 once its day is past), the FTS5 index contentless with `detail=none`
-  (only which days hold which token). What is left after the prune: the packed text (about
-  0.3 MB per MB of dialogue), its index (about 0.06), one cursor per transcript file (its
-  position and the digests of up to a few hundred records seen: about 4.6 KB a file, so it
-  weighs with the number of files, not their size), the usage ledger (about 0.1 KB a model
-  call) and the fixed pages.
+- **State database.** Measured apart (`--only db`, `benchmarks/_state_db.py`) on data big enough for
+  SQLite's fixed pages (about 40 tables and indexes of at least one page, 4 KB until `end`) not to
+  decide the ratio: a synthetic backfill of 4 agents x 30 days, 160 turns a day, tool-heavy, its
+  dialogue varied text (about a fifth of the bytes, as in the backfill rows), and the shared real
+  samples (`real/`, read in place; not measured when absent), each heartbeat repeated until nothing
+  is left, then the clock moved 15 days on and one idle heartbeat (the journal's prune). A chunk's
+  journal row holds its files, line range and digest, the prune gives the space back (migration 4:
+  incremental auto-vacuum), and since migration 5 the mention index (DESIGN §1.2: the cleaned user
+  and assistant text of every conversation-day, kept after the transcript is gone) is packed: each
+  day's text zstd-compressed (level 3 while it may grow, level 15 once its day is past), the FTS5
+  index contentless with `detail=none` (only which days hold which token). Since `end` the database
+  is under 0.1 on the dialogue-heavy data as well (0.090 after the backfill, 0.071 after the prune,
+  from 0.121 and 0.101): an agent's settled conversation-days are packed together, a megabyte at a
+  time (migration 7, some 15-20% smaller than each day alone), pages are 1 KB (migration 6), the
+  full-text index's segments are merged as heartbeats settle, a cursor keeps its record digests as
+  one base64 string (format 2), and a chunk's plan and usage are written more compactly (migration
+  8). What was left after the prune at `final`: the packed text (about 0.3 MB per MB of dialogue),
+  its index (about 0.06), one cursor per transcript file (its position and the digests of up to a
+  few hundred records seen: about 4.6 KB a file, so it weighs with the number of files, not their
+  size), the usage ledger (about 0.1 KB a model call) and the fixed pages.
 - **Idle heartbeat**: no store session, no catalogue read, no commit path and no `anthropic`
   import when nothing is new; since `cache`, no walk of the store for temporary files either
   and no re-encoding of the 2,000 unchanged cursors. Since `final`: none of the filing
@@ -583,7 +590,15 @@ What the rows say:
   same `import memoryd.cli.commands` took 0.25 s in the morning and 0.30 s when `final` was
   measured, when the subprocess took 0.51-0.54 s (median of 5 and of 7; `base` 0.78 s in the
   same hour); in quieter moments the same code took 0.39-0.44 s. Inside the daemon, which
-  imports once at its start, an idle heartbeat takes 0.07 s (the row below).
+  imports once at its start, an idle heartbeat takes 0.07 s (the row below). Since `end`
+  (0.36 s wall and CPU, median of 9; 0.33 s in a run just before): the collector is held off
+  while a command starts and what start-up made is frozen (`gc.freeze`, `cli/startup.py`), a
+  format's reader and the cleaner are imported on first use, the settings models are built
+  from real annotations (pydantic compiled each string one), pydantic is told there are no
+  plugins instead of searching every installed package's metadata for them, and the
+  interpreter's last collector pass at exit is skipped (it cost 0.3-0.4 s after a heartbeat that
+  imported the SDK). What is left is the interpreter, pydantic, structlog and memoryd's own
+  modules, and about 0.04 s of heartbeat.
 - **Big store.** Since `cache`, a heartbeat that files something no longer reads every
   `entity.json` (`catalog-cache.json`, one lstat per entity). Since `final` it reads none: the
   catalogue's lookup tables are saved after each commit (`catalog-snapshot.json`, keyed by the
@@ -604,7 +619,20 @@ What the rows say:
   from run to run: two `final` runs gave 1.15x and 1.23x CPU (the table shows the second),
   and on its branch before the merge the same work measured 1.01-1.02x in two runs. Not flat
   yet, then: about 0.3-0.5 s of CPU a heartbeat (git's children included) still grows with the
-  store, against 1.5 s at `base`.
+  store, against 1.5 s at `base`. Since `end`: the snapshot is loaded with the collector held
+  off and its entities built without a constructor call each, memoryd commits through git's
+  plumbing (`write-tree`, `commit-tree`, `update-ref`: no check of all 15,000 tracked files and
+  one index write less), `git status` answers from git's untracked cache, a large rewritten file
+  whose old text is HEAD's is secret-scanned in its changed lines only (with 32 lines around
+  each), and the SDK is imported with the collector held off. The `end` column shows 1.08x CPU;
+  two other runs of the same code the same hour gave 1.18x and 1.25x, because the fresh store's
+  own figure moves by 15% between runs (1.59-1.98 s). Skipping the last collector pass at exit
+  took about 0.35 s off both stores, which makes the same growth a larger ratio. About 0.15-0.4
+  s of CPU a heartbeat still grows with the store: building the snapshot's 5,000 entities and
+  their label matcher (about 0.1 s), git's status, `add` and `write-tree` over a 15,000-file
+  index (about 0.1 s), and the collector's full passes over the larger heap. Flat would need a
+  catalogue built lazily, entity by entity as a heartbeat needs it, and a commit that does not
+  read and write the whole index (git's split index is not read by libgit2-based tools).
 """
 
 
