@@ -22,13 +22,8 @@ heartbeats it is quarantined (kept whole in the database for `memoryd retry`) an
 on. A transient failure (the API unreachable, the budget spent) stops the heartbeat: what was
 applied so far is committed, and everything after it waits for the next heartbeat.
 
-A run-level failure (`UnusableLLMError`: the key refused, the model retired, no credit, the
-endpoint's size limit, or `INVALID_ANSWER_STREAK` invalid answers in a row, which show that the
-model itself cannot do the task) stops the heartbeat the same way, but counts against no chunk:
-invalid answers are held back until a valid one proves the model works (then they are the
-chunks' own failures, as they are when the heartbeat ends short of a streak), and a streak drops
-them. The problem is recorded in the state database for `status` until an answer disproves it,
-and logged as `llm.unusable` when it appears or changes and at most once an hour while it lasts.
+A run-level failure of the model (`UnusableLLMError`) stops the heartbeat the same way but
+counts against no chunk (`memoryd.extractors.answers`).
 """
 
 from __future__ import annotations
@@ -46,12 +41,9 @@ from zoneinfo import ZoneInfo
 from memoryd.budget import PROMPT_TOKENS_ALLOWANCE, Budget
 from memoryd.errors import ConcurrentEditError
 from memoryd.extractors import ahead as sending
-from memoryd.extractors import sharing
+from memoryd.extractors import committing, processing, sharing
 from memoryd.extractors.ahead import Ahead, Flight
 from memoryd.extractors.chunking import Chunk
-from memoryd.extractors.consumed import ahead_to_commit, cursors_to_commit, record_progress
-from memoryd.extractors.counters import ApplyCounters
-from memoryd.extractors.extract import InvalidAnswerError, RetryRefusedError
 from memoryd.extractors.intake import (
     Cleaner,
     Intake,
@@ -60,27 +52,22 @@ from memoryd.extractors.intake import (
     read_sources,
     requeued_chunks,
 )
-from memoryd.extractors.recovery import GENERATION_KEY, HEARTBEAT_INTENT_KEY, finalize_heartbeat
-from memoryd.extractors.report import HeartbeatReport, commit_message
+from memoryd.extractors.recovery import GENERATION_KEY
+from memoryd.extractors.report import HeartbeatReport
 from memoryd.llm.base import (
-    PermanentLLMError,
-    TransientLLMError,
-    UnusableLLMError,
     estimate_tokens,
 )
 from memoryd.llm.prices import PriceTable, Usage
 from memoryd.logs import get_logger
 from memoryd.state.facade import State
-from memoryd.state.meta import clear_unusable_llm, note_unusable_llm, streak_checked_since
 from memoryd.store.git import GitStore
 from memoryd.store.hosts import record_generation, record_path
-from memoryd.store.unit import RUN_TRAILER, UnitOfWork
+from memoryd.store.unit import UnitOfWork
 
 if TYPE_CHECKING:
     from memoryd.extractors.apply import StoreSession
     from memoryd.extractors.contract import RecordMemories
     from memoryd.extractors.extract import ChunkContext, Extractor
-    from memoryd.extractors.pending import PendingOverlay
     from memoryd.store.catalog import EntityCatalog
     from memoryd.store.transaction import FileTransaction
 
@@ -100,13 +87,6 @@ SummaryRefresher = Callable[["FileTransaction", "EntityCatalog", Sequence[str], 
 # Reads by agents not filed yet (`memoryd.reading.accesses`): (fact id, agent, day) each.
 ReadAccess = tuple[str, str, date]
 _MAX_REPLANS = 3
-JOURNAL_RETENTION = timedelta(days=14)
-# Invalid answers in a row (from different chunks) that show the model cannot do the task. While
-# a streak seen within STREAK_RECHECK_INTERVAL says so, one invalid answer confirms it (at most
-# two requests a heartbeat); after that a whole streak is needed again, so that a working model
-# stuck behind one bad chunk is noticed within the interval.
-INVALID_ANSWER_STREAK = 3
-STREAK_RECHECK_INTERVAL = timedelta(hours=1)
 
 
 @dataclass(frozen=True)
@@ -220,7 +200,7 @@ class Heartbeat:
         busy = bool(chunks or self.reads or read.new != read.old or not self._record_in_step())
         if busy:
             self._process_replanning(chunks, read, progress)
-        self._prune(settle=busy)
+        committing.prune(self, settle=busy)
         # Left for the next heartbeat by a share of this one, not by a problem or the day's
         # budget: the daemon goes on at once.
         self.report.more_waiting = self.report.more_waiting or (
@@ -246,7 +226,7 @@ class Heartbeat:
     def _process_replanning(self, chunks: list[Chunk], read: Intake, progress: _Progress) -> None:
         for attempt in range(_MAX_REPLANS):
             try:
-                self._process(chunks, read, progress, replay=attempt > 0)
+                processing.process(self, chunks, read, progress, replay=attempt > 0)
                 break
             except ConcurrentEditError as error:
                 # Someone edited a file between our read and our write: re-read and re-apply
@@ -301,131 +281,6 @@ class Heartbeat:
 
     # -- processing ---------------------------------------------------------------------------
 
-    def _process(
-        self, chunks: list[Chunk], read: Intake, progress: _Progress, *, replay: bool
-    ) -> None:
-        from memoryd.extractors.apply import StoreSession  # noqa: PLC0415
-        from memoryd.extractors.pending import PendingOverlay  # noqa: PLC0415
-        from memoryd.store.catalog_snapshot import followed_paths, save_snapshot  # noqa: PLC0415
-        from memoryd.store.index import INDEX_PATH, update_index  # noqa: PLC0415
-        from memoryd.store.reads import apply_reads  # noqa: PLC0415
-
-        uow = UnitOfWork(self.git)
-        cache = self.settings.catalog_cache
-        # Others' edits were just committed: unless some were withheld, the entity folders are
-        # HEAD's, and the catalogue may come from its snapshot of HEAD.
-        clean = cache is not None and not any(p.startswith("life/") for p in self._withheld)
-        session = StoreSession.open(
-            uow,
-            skills_dir=self.settings.skills_dir,
-            tacit_file=self.settings.tacit_file,
-            today=self.clock().astimezone(self.settings.zone).date(),
-            host_code=self.settings.host_code,
-            catalog_cache=cache,
-            catalog_head=self.git.head() if clean else None,
-            catalog_changes=self.git.changed_since,
-        )
-        pending = PendingOverlay(self.state.pending)
-        counters = ApplyCounters()
-        if not replay:
-            sharing.plan(self, chunks)
-        try:
-            self._apply_all(chunks, session, pending, counters, progress, replay=replay)
-        finally:
-            self.ahead.close()
-            sending.settle(self, session, self._set_aside, chunks, progress)
-            self._set_aside = []
-        self._settle_invalid_answers(progress)
-        if self.reads:
-            # Reads by agents (search, context, mcp) count as accesses, once per fact, agent
-            # and day, recorded in this host's record so that they are never counted twice.
-            counters.accesses += apply_reads(
-                uow, session.facts, self.settings.host, self.reads, today=session.today
-            )
-        saved = session.facts.save_all()
-        refreshed: list[str] = []
-        if self.refresh_summaries is not None and saved:
-            refreshed = self.refresh_summaries(uow, session.catalog, saved, session.today)
-        # The index lists entities (ref, name, bucket) with their summaries' gists; a heartbeat
-        # changes it only by creating or moving entities or refreshing summaries, so the other
-        # heartbeats skip reading every summary of the store; and this one reads only the
-        # summaries of the entities it changed (or a person did), the other lines are kept.
-        moved = counters.entities_created + counters.entities_archived + len(refreshed)
-        # Others' changes: this heartbeat's commit of their edits, and the commits made since
-        # memoryd's last one that the catalogue's snapshot followed (a person's, a pull). With
-        # them known, the index is patched; without (no snapshot), it is checked line by line.
-        # An index another commit changed (another host's memoryd, a merge, a person's commit)
-        # is checked line by line, not overwritten whole as an uncommitted hand edit is.
-        followed = followed_paths(session.catalog)
-        others = [*self._foreign_paths, *(p for p in followed or () if p != INDEX_PATH)]
-        edited = any(path.startswith("life/") for path in others)
-        complete = followed is not None and INDEX_PATH not in followed
-        moved += counters.entities_reactivated + edited + (not complete)
-        if moved or not uow.exists(INDEX_PATH):
-            changed = {*session.catalog.changed_refs(), *refreshed}
-            update_index(uow, session.catalog, changed, others, complete=complete)
-        self.report.counters = counters
-        self._commit(uow, read, progress, pending)
-        if cache is not None and self.report.commit and not uow.withheld:
-            save_snapshot(session.catalog, cache, self.report.commit)
-
-    def _apply_all(
-        self,
-        chunks: list[Chunk],
-        session: StoreSession,
-        pending: PendingOverlay,
-        counters: ApplyCounters,
-        progress: _Progress,
-        *,
-        replay: bool,
-    ) -> None:
-        from memoryd.extractors.apply import apply_answer  # noqa: PLC0415 - see the imports
-
-        stopped = False
-        for index, chunk in enumerate(chunks):
-            if replay and chunk.key not in progress.answers:
-                continue  # a re-plan only re-applies what the first pass applied
-            if not replay and not self._should_process(chunk, progress):
-                continue
-            answer = progress.answers.get(chunk.key)
-            if answer is None:
-                if stopped or self.should_stop():
-                    stopped = stopped or self._stop("shutdown requested")
-                    progress.held_files.update(chunk.files)
-                    self.report.chunks_deferred += 1
-                    continue
-                answer = self._answer(chunk, session, progress, chunks[index + 1 :])
-                if answer is None:
-                    stopped = self.report.stopped_early
-                    continue
-                progress.answers[chunk.key] = answer
-                progress.done.append(chunk.key)
-            counters.add(
-                apply_answer(
-                    answer,
-                    chunk,
-                    session,
-                    pending=pending,
-                    mentions=self.state.mentions,
-                    min_mentions=self.settings.min_mentions,
-                )
-            )
-
-    def _should_process(self, chunk: Chunk, progress: _Progress) -> bool:
-        record = self.state.journal.get(chunk.key)
-        if record is not None and record.state == "committed":
-            return False  # filed by an earlier heartbeat whose cursor lagged behind
-        if self.state.failures.is_quarantined(chunk.key):
-            return False
-        if any(path in progress.held_files for path in chunk.files):
-            progress.held_files.update(chunk.files)
-            self.report.chunks_deferred += 1
-            return False  # an earlier chunk of this file failed: the rest waits behind it
-        if not chunk.has_dialogue:
-            self.report.chunks_empty += 1
-            return False
-        return True
-
     @property
     def llm_proven(self) -> bool:
         """Whether a valid answer (in this heartbeat, or recently) shows that the model works:
@@ -448,96 +303,6 @@ class Heartbeat:
             max_facts=self.settings.context_facts,
             skills_index_path=f"{agent_folder(self.settings.skills_dir, chunk.agent)}/{INDEX_FILE}",
         )
-
-    def _answer(
-        self, chunk: Chunk, session: StoreSession, progress: _Progress, upcoming: list[Chunk]
-    ) -> RecordMemories | None:
-        """The chunk's validated answer: from the journal if already paid for, else the model
-        (asked ahead of time, or now; `memoryd.extractors.ahead`)."""
-        handled, shared = sharing.take(self, chunk, session, progress, upcoming)
-        if handled:
-            return shared  # answered by a call its group shared (or that call failed)
-        stored = self.state.journal.answered(chunk.key)
-        if stored is not None and stored.answer_json is not None:
-            self.report.chunks_reused += 1
-            from memoryd.extractors.contract import RecordMemories  # noqa: PLC0415 - see above
-
-            return RecordMemories.model_validate_json(stored.answer_json)
-        context = self._context(chunk, session)
-        flight = self.ahead.take(chunk.key)
-        if flight is not None and flight.context != context:
-            # Sent ahead, but a chunk applied since changed what it would be shown: ask again.
-            if not flight.future.cancel():
-                self._set_aside.append(flight)
-            self.report.chunks_reextracted += 1
-            flight = None
-        if flight is None:
-            self.ahead.settle()  # a stale call taken above is not this chunk's call any more
-            if not sending.fits_budget(self, chunk):
-                # Only the per-heartbeat share is used up when the day's budget still allows
-                # the call on its own: more is waiting for the next heartbeat.
-                estimate = self.budget.estimate(self._estimate_input(chunk))
-                self.report.more_waiting = self.budget.allows_cost(estimate, 0.0)
-                self._stop("budget")
-                progress.held_files.update(chunk.files)
-                return None
-            flight = sending.send(self, chunk, context)
-            self.ahead.take(chunk.key)  # this chunk's own turn: not in flight for later ones
-        sending.send_ahead(self, upcoming, session, progress)
-        try:
-            return self._awaited_answer(chunk, flight, progress)
-        finally:
-            self.ahead.settle()
-
-    def _awaited_answer(
-        self, chunk: Chunk, flight: Flight, progress: _Progress
-    ) -> RecordMemories | None:
-        """The answer of the chunk's call, journalled and charged; None when it failed."""
-        try:
-            extraction = flight.future.result()
-        except RetryRefusedError as error:
-            self._charge(error.usage, None)
-            self._stop("budget")
-            progress.held_files.update(chunk.files)
-            return None
-        except (InvalidAnswerError, TransientLLMError, PermanentLLMError) as error:
-            # The failure record keeps the whole chunk (`memoryd retry` rebuilds it from there).
-            self._extraction_failed(chunk, sending.full_plan(chunk), error, progress)
-            return None
-        with self.state.transaction():
-            self.state.journal.record_answer(
-                chunk.key,
-                answer_json=extraction.answer.model_dump_json(),
-                usage=extraction.usage,
-                model=extraction.model or self.settings.model,
-                at=self.clock(),
-            )
-            self._charge(extraction.usage, extraction.model)
-        self.report.chunks_extracted += 1
-        if self.report.chunks_extracted == 1:
-            sending.note_proven(self)
-        self._settle_invalid_answers(progress)  # the model works: they were the chunks' own
-        self._answered(valid=True)
-        return extraction.answer
-
-    def _extraction_failed(
-        self,
-        chunk: Chunk,
-        plan: str,
-        error: InvalidAnswerError | TransientLLMError | PermanentLLMError,
-        progress: _Progress,
-    ) -> None:
-        """No answer for this chunk: it fails (or is held back), or the heartbeat stops."""
-        if isinstance(error, InvalidAnswerError):
-            self._charge(error.usage, None)
-            self._invalid_answer(chunk, plan, error, progress)
-        elif isinstance(error, UnusableLLMError):
-            self._unusable(error, chunk, progress)
-        elif isinstance(error, TransientLLMError):
-            self._stop(f"llm: {error}")
-            progress.held_files.update(chunk.files)
-        else:
-            self._fail(chunk, plan, str(error), progress)  # about this request only
 
     def _charge(self, usage: Usage, model: str | None) -> None:
         cost = self.budget.charge(usage, model, job="heartbeat", run_id=self.run_id)
@@ -585,155 +350,11 @@ class Heartbeat:
 
     # -- run-level LLM problems ---------------------------------------------------------------
 
-    def _invalid_answer(
-        self, chunk: Chunk, plan: str, error: InvalidAnswerError, progress: _Progress
-    ) -> None:
-        """The answer broke the tool contract. A refusal is about this content: the chunk fails
-        now. Any other invalid answer is held back (with its chunk's files) until it is known
-        whether the chunk or the model is at fault; a streak makes the model unusable."""
-        reason = f"{error} | answer: {error.raw_answer}"
-        self._answered(valid=False)
-        if error.about_content:
-            self._fail(chunk, plan, reason, progress)
-            return
-        progress.held_files.update(chunk.files)
-        progress.held_back.append((chunk, plan, reason))
-        threshold, whole_streak = self._streak_threshold(error.endpoint)
-        if len(progress.held_back) >= threshold:
-            unusable = UnusableLLMError.invalid_answers(
-                model=self.settings.model,
-                endpoint=error.endpoint,
-                count=len(progress.held_back),
-                reason=error.reason,
-            )
-            self._unusable(unusable, chunk, progress, streak_checked=whole_streak)
-
-    def _streak_threshold(self, endpoint: str | None) -> tuple[int, bool]:
-        """How many invalid answers in a row make the model unusable now, and whether that is a
-        whole streak (see INVALID_ANSWER_STREAK)."""
-        checked = streak_checked_since(
-            self.state.meta, model=self.settings.model, endpoint=endpoint
-        )
-        if checked is not None and self.clock() - checked < STREAK_RECHECK_INTERVAL:
-            return 1, False
-        return INVALID_ANSWER_STREAK, True
-
-    def _settle_invalid_answers(self, progress: _Progress) -> None:
-        """Record the held-back invalid answers as their chunks' failures: a valid answer
-        proved the model works, or the heartbeat ended short of a streak."""
-        held, progress.held_back = progress.held_back, []
-        for chunk, plan, reason in held:
-            self._fail(chunk, plan, reason, progress)
-
-    def _unusable(
-        self,
-        error: UnusableLLMError,
-        chunk: Chunk,
-        progress: _Progress,
-        *,
-        streak_checked: bool = False,
-    ) -> None:
-        """A run-level problem: stop at once, this chunk's cursor held and the rest deferred,
-        with no failure counted (the held-back ones are dropped); record it for `status` and
-        tell the operator what to fix (when new or changed, and at most once an hour)."""
-        progress.held_files.update(chunk.files)
-        progress.held_back.clear()
-        self._stop(f"llm unusable ({error.kind}): {error.remedy}", outcome="unusable")
-        self.report.unusable = error
-        problem = error.problem()
-        if note_unusable_llm(self.state.meta, problem, self.clock(), streak_checked=streak_checked):
-            log.error("llm.unusable", run_id=self.run_id, **problem)
-
-    def _answered(self, *, valid: bool) -> None:
-        """The model answered: forget a recorded problem that the answer disproves."""
-        cleared = clear_unusable_llm(self.state.meta, model=self.settings.model, valid_answer=valid)
-        if cleared is not None:
-            log.info(
-                "llm.recovered",
-                run_id=self.run_id,
-                kind=cleared.get("kind"),
-                endpoint=cleared.get("endpoint"),
-                model=cleared.get("model"),
-                since=cleared.get("since"),
-            )
-
     def _estimate_input(self, chunk: Chunk) -> int:
         # Transcript plus a fixed allowance for the prompt, tool schema and context.
         return estimate_tokens(chunk.render()) + PROMPT_TOKENS_ALLOWANCE
 
     # -- committing ---------------------------------------------------------------------------
-
-    def _commit(
-        self, uow: UnitOfWork, read: Intake, progress: _Progress, pending: PendingOverlay
-    ) -> None:
-        cursors = cursors_to_commit(self.sources, read, progress.held_files)
-        # A source counts as seen once something of it was consumed (a first heartbeat that
-        # stopped before consuming anything leaves it to be read from the backfill window).
-        seen = sorted(source["key"] for source in cursors if source["cursors"])
-        ahead = ahead_to_commit(read, progress.done, progress.held_files)
-        generation = record_progress(
-            uow,
-            host=self.settings.host,
-            mirrored=int(self.state.meta.get(GENERATION_KEY) or 0),
-            cursors=cursors,
-            seen=seen,
-            pending=pending.entries_after(),
-            ahead=ahead,
-        )
-        plan = uow.plan()
-        changes = pending.staged_changes()
-        intent = {
-            "run_id": self.run_id,
-            "writes": [[w.path, w.sha256] for w in plan],
-            "sources": cursors,
-            "chunks": progress.done,
-            "pending": changes,
-            "seen": seen,
-            "ahead": ahead,
-            "generation": generation,
-        }
-        with self.state.transaction():
-            for key in progress.done:
-                self.state.journal.mark_applied(key, run_id=self.run_id, at=self.clock())
-            if plan:
-                self.state.meta.set_json(HEARTBEAT_INTENT_KEY, intent)
-        if plan:
-            self.report.commit = uow.apply_and_commit(
-                commit_message(self.report.counters),
-                {RUN_TRAILER: self.run_id, **self._trailers()},
-                scanner=self.scan_secrets,
-            )
-            self.committed_paths += [write.path for write in plan]
-        finalize_heartbeat(self.state, intent, self.report.commit, self.clock())
-        self.reads_filed = True
-        if self.report.outcome == "nothing-new" and (progress.done or self.report.commit):
-            self.report.outcome = "ok"
-
-    def _prune(self, *, settle: bool) -> None:
-        # Committed chunks are only looked up again when their file is re-read from a held-back
-        # cursor, within a few heartbeats; keeping them (plan and answer) for months would grow
-        # the state database without bound. The space goes back to the file system.
-        pruned = self.state.journal.prune_committed(self.clock() - JOURNAL_RETENTION)
-        # Past conversation-days' texts packed tighter, a share per heartbeat that had work
-        # (state/mentions.py): an idle heartbeat stays idle, however much is left to pack.
-        settled = (
-            self.state.mentions.settle(self.clock().date() - timedelta(days=1)) if settle else 0
-        )
-        if pruned or settled:
-            self.state.db.reclaim_space()
-        if pruned:
-            log.info("journal.pruned", chunks=pruned)
-
-    def _trailers(self) -> dict[str, str]:
-        agents = sorted({source.agent for source in self.sources})
-        return {
-            "Memoryd-Prompts": ", ".join(self.extractor.prompt_refs),
-            "Memoryd-Sources": ", ".join(
-                f"{source.agent}:{source.key.split(':', 1)[0]}" for source in self.sources
-            )
-            or "none",
-            "Memoryd-Agents": ", ".join(agents) or "none",
-        }
 
 
 def _count_by(chunks: Sequence[Chunk], key: Callable[[Chunk], str]) -> dict[str, int]:

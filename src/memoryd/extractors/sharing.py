@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from memoryd.budget import PROMPT_TOKENS_ALLOWANCE
 from memoryd.extractors import ahead as sending
+from memoryd.extractors import answers
 from memoryd.extractors.chunking import Chunk
 from memoryd.extractors.extract import (
     Extraction,
@@ -145,10 +146,10 @@ def take(
     handled, result = _call(hb, members, session, progress, estimate)
     if result is None:
         return handled, None
-    extraction, answers = result
+    extraction, given = result
     model = extraction.model or hb.settings.model
     with hb.state.transaction():
-        for number, (member, answer) in enumerate(zip(members, answers, strict=True)):
+        for number, (member, answer) in enumerate(zip(members, given, strict=True)):
             hb.state.journal.record_answer(
                 member.key,
                 answer_json=answer.model_dump_json(),
@@ -161,12 +162,12 @@ def take(
     hb.report.chunks_extracted += len(members)
     if first:
         sending.note_proven(hb)
-    hb._settle_invalid_answers(progress)
-    hb._answered(valid=True)
-    for member, answer in zip(members[1:], answers[1:], strict=True):
+    answers.settle_invalid_answers(hb, progress)
+    answers.answered(hb, valid=True)
+    for member, answer in zip(members[1:], given[1:], strict=True):
         hb.group_answers[member.key] = answer
     sending.send_ahead(hb, upcoming, session, progress)
-    return True, answers[0]
+    return True, given[0]
 
 
 def _call(
@@ -199,7 +200,7 @@ def _call(
         log.warning("sections.fell_back", chunks=len(members), reason=error.reason[:300])
         return False, None
     except (UnusableLLMError, TransientLLMError) as error:
-        hb._extraction_failed(chunk, sending.full_plan(chunk), error, progress)
+        answers.extraction_failed(hb, chunk, sending.full_plan(chunk), error, progress)
         return True, None
     except PermanentLLMError as error:
         log.warning("sections.fell_back", chunks=len(members), reason=str(error)[:300])
