@@ -625,8 +625,9 @@ What the rows say:
   one index write less), `git status` answers from git's untracked cache, a large rewritten file
   whose old text is HEAD's is secret-scanned in its changed lines only (with 32 lines around
   each), and the SDK is imported with the collector held off. The `end` column shows 1.08x CPU;
-  two other runs of the same code the same hour gave 1.18x and 1.25x, because the fresh store's
-  own figure moves by 15% between runs (1.59-1.98 s). Skipping the last collector pass at exit
+  another run of the same code minutes before gave 1.25x (and 1.18x one just before the SDK
+  import was paused), because the fresh store's own figure moves by 15% between runs
+  (1.59-1.98 s). Skipping the last collector pass at exit
   took about 0.35 s off both stores, which makes the same growth a larger ratio. About 0.15-0.4
   s of CPU a heartbeat still grows with the store: building the snapshot's 5,000 entities and
   their label matcher (about 0.1 s), git's status, `add` and `write-tree` over a 15,000-file
