@@ -110,9 +110,9 @@ class Session:
         output = self.run("ls-files", "--cached", "-z", "--", *self.store_pathspec())
         return under({entry for entry in output.split("\0") if entry}, pathspecs)
 
-    def commit_index(self, message: str) -> str:
-        """Commit the index as it is on top of HEAD (which must exist) and move the branch to
-        the new commit; return its sha.
+    def commit_index(self, message: str, parent: str) -> str:
+        """Commit the index as it is on top of `parent`, HEAD as the caller read it, and move the
+        branch to the new commit; return its sha.
 
         What `git commit -m` does, in the plumbing commands it is made of: the index's tree
         (`write-tree`, from the index's cached trees: only the folders of the paths just staged
@@ -124,7 +124,6 @@ class Session:
         file) and writes the whole index again: on a store of 15,000 files most of a commit's
         cost, for nothing this commit needs (the paths committed were just staged, which
         refreshed theirs; `status` refreshes the others, see there)."""
-        parent = self.run("rev-parse", "--verify", "HEAD^{commit}").strip()
         tree = self.run("write-tree").strip()
         text = clean_message(message)
         commit = self.run("commit-tree", tree, "-p", parent, "-m", text).strip()
@@ -137,12 +136,10 @@ class Session:
         self.execute(["maintenance", "run", "--auto", "--quiet"])
         return commit
 
-    def staged_everywhere(self) -> set[str] | None:
-        """Every repo-relative path whose staged content differs from HEAD, in the whole
-        repository (None on an unborn branch)."""
-        if self.head() is None:
-            return None
-        output = self.run("diff", "--cached", "--name-only", "-z", "--no-renames", "HEAD")
+    def staged_everywhere(self, head: str) -> set[str]:
+        """Every repo-relative path whose staged content differs from commit `head` (HEAD as the
+        caller read it), in the whole repository."""
+        output = self.run("diff", "--cached", "--name-only", "-z", "--no-renames", head)
         return {entry for entry in output.split("\0") if entry}
 
     def staged_changes(self, pathspecs: list[str]) -> list[str]:

@@ -301,7 +301,8 @@ class GitStore:
             # --force: a path memoryd names is store content even if a .gitignore matches it
             # (`*.json`); the store folder itself was checked above not to be ignored.
             session.run_with_pathspecs(["add", "--all", "--force"], stageable)
-            staged = session.staged_everywhere()
+            head = session.head()
+            staged = None if head is None else session.staged_everywhere(head)
             changed = (
                 session.staged_changes(stageable)
                 if staged is None
@@ -309,10 +310,10 @@ class GitStore:
             )
             if not changed:
                 return None
-            if staged is not None and staged == set(changed):
+            if head is not None and staged == set(changed):
                 # Nothing else is staged: the index is HEAD plus these paths, and its tree is
                 # the commit's (see `commit_index`), without `--only`'s temporary index.
-                sha: str | None = session.commit_index(message)
+                sha: str | None = session.commit_index(message, head)
             else:
                 session.run_with_pathspecs(
                     ["commit", "--quiet", "--no-verify", "--only", "-m", message], changed
