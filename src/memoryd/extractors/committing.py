@@ -68,12 +68,7 @@ def commit(
     if plan:
         hb.report.commit = uow.apply_and_commit(
             commit_message(hb.report.counters),
-            {
-                RUN_TRAILER: hb.run_id,
-                **_trailers(
-                    hb,
-                ),
-            },
+            {RUN_TRAILER: hb.run_id, **_trailers(hb)},
             scanner=hb.scan_secrets,
         )
         hb.committed_paths += [write.path for write in plan]
