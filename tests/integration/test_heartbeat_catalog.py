@@ -4,6 +4,7 @@ heartbeats committed, and only the folders a person edited read again after that
 
 from __future__ import annotations
 
+import gc
 import json
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from structlog.testing import capture_logs
 from tests.integration.harness import Workspace, turn
 
 from memoryd.errors import EXIT_OK
+from memoryd.jobs.heartbeat import run_heartbeat
 
 
 @pytest.fixture
@@ -59,3 +61,21 @@ def test_the_snapshot_serves_memoryds_own_commits_and_yields_to_a_persons_edit(
         _remember(ws, "d.jsonl", "remember: person JD: Leads hiring", "2026-03-04T09:00:00Z") == 0
     )
     assert [fact["fact"] for fact in ws.facts("life/areas/people/jane-doe")][-1] == "Leads hiring"
+
+
+def test_the_heartbeat_keeps_its_catalogue_out_of_the_collectors_passes_until_it_ends(
+    ws: Workspace,
+) -> None:
+    settings = ws.settings("markers")
+    ws.write_log("a.jsonl", [turn("user", "remember: person Jane Doe: CTO", "2026-03-01T09:00Z")])
+    run_heartbeat(settings, ws.environment())
+    ws.write_log("b.jsonl", [turn("user", "remember: company Globex: Client", "2026-03-02T09:00Z")])
+    frozen: list[int] = []
+    with capture_logs() as logs:
+        report = run_heartbeat(
+            settings, ws.environment(), progress=lambda _: frozen.append(gc.get_freeze_count())
+        )
+    assert report.exit_code == EXIT_OK
+    assert [e["reread"] for e in logs if e["event"] == "store.catalog_snapshot_loaded"] == [0]
+    assert frozen and frozen[0] > 0  # the snapshot's load froze what it built (memoryd.collector)
+    assert gc.get_freeze_count() == 0  # and the heartbeat's end gave it all back

@@ -9,6 +9,9 @@ command, what was allocated is frozen first (`gc.freeze`): objects that live as 
 process are left out of every later collection, as the standard library's documentation suggests
 for start-up. Once that command is over (`first_command_done`), blocks only pause the collector,
 so that a program calling `main` many times (the tests) does not keep freezing what it allocates.
+A heartbeat hands everything frozen back to the collector at its end, start-up's objects too
+(`memoryd.collector.frozen_while`): in a daemon they are then walked by the rare full passes, as
+any old object is.
 
 At exit, the interpreter runs the collector once more over everything still alive: after a
 heartbeat that called the model (the SDK's several hundred pydantic classes are in memory), that

@@ -16,6 +16,7 @@ from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from memoryd.collector import frozen_while
 from memoryd.extractors.extract import Extractor, MarkersExtractor, WatchedExtractor
 from memoryd.extractors.heartbeat import Heartbeat, HeartbeatOptions, HeartbeatReport
 from memoryd.jobs import hooks
@@ -131,8 +132,30 @@ def run_heartbeat(
     """One heartbeat (see the module docstring; the caller holds the single-writer lock).
 
     `watch_calls` wraps every model call (the daemon marks the time spent waiting on the LLM);
-    `progress` is called with the report so far after each chunk sent to the model.
+    `progress` is called with the report so far after each chunk sent to the model. What the
+    heartbeat builds to keep for its length (the catalogue, the SDK) is frozen out of the
+    collector's passes until it ends (`memoryd.collector`).
     """
+    with frozen_while():
+        return _run_heartbeat(
+            settings,
+            env,
+            should_stop=should_stop,
+            run_id=run_id,
+            watch_calls=watch_calls,
+            progress=progress,
+        )
+
+
+def _run_heartbeat(
+    settings: Settings,
+    env: Environment,
+    *,
+    should_stop: Callable[[], bool],
+    run_id: str | None,
+    watch_calls: Callable[[], AbstractContextManager[object]] | None,
+    progress: Callable[[HeartbeatReport], None] | None,
+) -> HeartbeatReport:
     git = git_store(settings, env.clock)
     hooks.before_writing(settings, git, pull=False)
     with (

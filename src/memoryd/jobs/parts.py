@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from typing import TYPE_CHECKING
 
-from memoryd.collector import collection_paused
+from memoryd.collector import long_lived
 from memoryd.errors import ConfigError
 from memoryd.extractors.extract import Extractor, MarkersExtractor
 from memoryd.extractors.llm_extractor import LLMExtractor
@@ -61,7 +61,7 @@ def llm_client_for(settings: Settings, env: Environment) -> Iterator[AnthropicCl
     api_key, where = find_api_key(settings, env.environ)
     if api_key is None:
         raise ConfigError(None, [f"At 'llm': no API key found ({where}); run `memoryd check`"])
-    with collection_paused():  # the SDK's classes: long-lived (`memoryd.collector`)
+    with long_lived():  # the SDK's classes (`memoryd.collector`)
         from memoryd.llm.anthropic_client import AnthropicClient  # noqa: PLC0415 - see the docstring
 
     with AnthropicClient(

@@ -49,7 +49,7 @@ from typing import Any
 
 import structlog
 
-from memoryd.collector import collection_paused
+from memoryd.collector import long_lived
 from memoryd.errors import CorruptFileError
 from memoryd.store.atomic import atomic_write_text
 from memoryd.store.catalog import (
@@ -189,7 +189,7 @@ def load_snapshot(
     unknown). Given, a snapshot of an earlier commit is brought to `head` by reading again the
     entity folders those paths are in (a person's commit, a pull): at most `_CHANGED_LIMIT`
     of them, and none whose slug another entity shares or without a regular `entity.json`."""
-    with collection_paused():
+    with long_lived():
         return _load_snapshot(tx, cache_file, head, changed_since)
 
 
