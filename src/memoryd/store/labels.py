@@ -23,8 +23,8 @@ _REMEMBERED = 32  # texts whose answers `find` keeps
 
 
 # A node of the trie: [children by word, keys of the labels ending at this word]. Plain lists
-# and dicts, so that the trie is its own JSON document (`matcher_document`) and is loaded
-# from one without a step per node.
+# and dicts, so that the catalogue's snapshot (`memoryd.store.catalog_snapshot`) saves and
+# loads the trie as it is, without a step per node.
 _Node = list[Any]
 
 
@@ -121,32 +121,3 @@ def _occurs(sequence: tuple[str, ...], tokens: tuple[str, ...]) -> bool:
         if tokens[start : start + size] == sequence:
             return True
         start += 1
-
-
-# -- as JSON (`memoryd.store.catalog_snapshot` keeps the catalogue's matcher between runs) ------
-
-
-def matcher_document(matcher: LabelMatcher[str]) -> list[Any]:
-    """The matcher's trie as a JSON document (it is one already: `[children, keys]` nodes)."""
-    return matcher._root
-
-
-def matcher_from_document(document: Any) -> tuple[LabelMatcher[str], set[str]]:
-    """The matcher `matcher_document` gave, and every key its labels stand for. One pass that
-    checks the shape of every node; raise ValueError when it is not such a trie."""
-    keys: set[str] = set()
-    nodes = [document]
-    while nodes:
-        node = nodes.pop()
-        if not (
-            type(node) is list
-            and len(node) == 2
-            and type(node[0]) is dict
-            and type(node[1]) is list
-        ):
-            raise ValueError("not a node of a label trie")
-        keys.update(node[1])
-        nodes.extend(node[0].values())
-    if not all(type(key) is str for key in keys):
-        raise ValueError("a label trie's keys are not refs")
-    return LabelMatcher(_root=document), keys

@@ -20,7 +20,6 @@ from memoryd.store.catalog_cache import load_catalog
 from memoryd.store.catalog_snapshot import BASE_FILE, DELTA_FILE, save_snapshot
 from memoryd.store.entities import Entity
 from memoryd.store.git import GitIdentity, GitStore
-from memoryd.store.labels import matcher_document
 
 
 def head(root: Path) -> str:
@@ -39,7 +38,7 @@ def tables(catalog: EntityCatalog) -> dict[str, Any]:
             catalog._by_normalized,
             catalog._by_skeleton,
         ],
-        "mentions": _sorted_trie(matcher_document(catalog._mentions)),
+        "mentions": _sorted_trie(catalog._mentions._root),
     }
 
 
@@ -47,6 +46,12 @@ def _sorted_trie(node: list[Any]) -> list[Any]:
     """A trie document with each node's keys sorted (their order is the order of insertion)."""
     children, keys = node
     return [{word: _sorted_trie(child) for word, child in children.items()}, sorted(keys)]
+
+
+def read_base(cache: Path, store: Path) -> dict[str, Any]:
+    document = catalog_snapshot._read_base(cache.parent / BASE_FILE, store)
+    assert document is not None
+    return document
 
 
 def fresh(root: Path) -> dict[str, Any]:
@@ -120,8 +125,7 @@ def test_a_long_delta_writes_the_base_again(
     assert (cache.parent / DELTA_FILE).exists()
     heartbeat(store, cache, lambda c: c.create("Three", "person", today=TODAY))
     assert not (cache.parent / DELTA_FILE).exists()
-    base = json.loads((cache.parent / BASE_FILE).read_text())
-    assert base["commit"] == head(store)
+    assert read_base(cache, store)["commit"] == head(store)
     tx = unit(store)
     assert tables(load_catalog(tx, cache, head=head(store))) == fresh(store)
     assert entity_reads(tx) == []
@@ -151,24 +155,57 @@ def test_any_other_commit_or_no_head_loads_entity_by_entity(store: Path, cache: 
 @pytest.mark.parametrize(
     "damage",
     [
-        lambda doc: "not json",
-        lambda doc: json.dumps({**doc, "root": "/elsewhere"}),
-        lambda doc: json.dumps({**doc, "version": 99}),
-        lambda doc: json.dumps({**doc, "slugs": {"ghost": "people/ghost"}}),
-        lambda doc: json.dumps({**doc, "tables": doc["tables"][:2]}),
-        lambda doc: json.dumps({**doc, "entities": [["planet", "x", False, {}]]}),
-        lambda doc: json.dumps({**doc, "mentions": [{"x": [{}, ["people/ghost"]]}, []]}),
-        lambda doc: json.dumps({**doc, "mentions": [[], []]}),
+        lambda data: b"not a snapshot",
+        lambda data: data[: len(data) // 2],  # cut short
+        lambda data: data[:-1] + bytes([data[-1] ^ 1]),  # one bit of the tables changed
+        lambda data: data.replace(b"marshal", b"marshal 99", 1),  # another marshal's file
+        lambda data: data.replace(b"cpython-", b"pypy-", 1),  # another interpreter's
     ],
 )
-def test_a_broken_or_foreign_snapshot_is_not_used(store: Path, cache: Path, damage: Any) -> None:
+def test_a_damaged_or_foreign_snapshot_file_is_not_used(
+    store: Path, cache: Path, damage: Any
+) -> None:
     heartbeat(store, cache, lambda c: c.create("Globex", "company", today=TODAY))
     base = cache.parent / BASE_FILE
-    base.write_text(damage(json.loads(base.read_text())))
+    base.write_bytes(damage(base.read_bytes()))
     with capture_logs() as logs:
         catalog = load_catalog(unit(store), cache, head=head(store))
     assert not any(e["event"] == "store.catalog_snapshot_loaded" for e in logs)
     assert tables(catalog) == fresh(store)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda doc: {**doc, "root": "/elsewhere"},
+        lambda doc: {**doc, "version": 99},
+        lambda doc: {**doc, "commit": None},
+        lambda doc: {**doc, "slugs": {"ghost": "people/ghost"}},
+        lambda doc: {**doc, "tables": doc["tables"][:2]},
+        lambda doc: {**doc, "entities": [("planet", "x", False)]},
+        lambda doc: [doc],
+    ],
+)
+def test_a_snapshot_of_another_store_or_shape_is_not_used(
+    store: Path, cache: Path, change: Any
+) -> None:
+    """Written whole with a right digest (as another version's memoryd or another store's
+    would be), but not this store's or not this code's shape."""
+    heartbeat(store, cache, lambda c: c.create("Globex", "company", today=TODAY))
+    catalog_snapshot._write_base(cache.parent / BASE_FILE, change(read_base(cache, store)))
+    with capture_logs() as logs:
+        catalog = load_catalog(unit(store), cache, head=head(store))
+    assert not any(e["event"] == "store.catalog_snapshot_loaded" for e in logs)
+    assert tables(catalog) == fresh(store)
+
+
+def test_the_json_base_of_an_older_memoryd_is_replaced(store: Path, cache: Path) -> None:
+    old = cache.parent / "catalog-snapshot.json"
+    old.parent.mkdir(parents=True, exist_ok=True)
+    old.write_text('{"version": 1, "commit": "0000"}')
+    heartbeat(store, cache, lambda c: c.create("Globex", "company", today=TODAY))
+    assert not old.exists()
+    assert read_base(cache, store)["commit"] == head(store)
 
 
 def test_an_entity_changed_under_the_heartbeat_saves_no_snapshot(store: Path, cache: Path) -> None:
@@ -298,8 +335,7 @@ def test_folders_deleted_moved_and_added_by_others_give_a_fresh_loads_catalogue(
     commit = tx.apply_and_commit("heartbeat", {})
     assert commit is not None
     save_snapshot(catalog, cache, commit)
-    base = json.loads((cache.parent / BASE_FILE).read_text())
-    assert base["commit"] == commit
+    assert read_base(cache, store)["commit"] == commit
     tx, catalog, loaded = load_following(store, cache)
     assert loaded and loaded[0]["reread"] == 0
     assert entity_reads(tx) == []
