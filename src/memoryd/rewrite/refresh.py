@@ -24,7 +24,8 @@ from memoryd.logs import get_logger
 from memoryd.rewrite.select import read_facts, summary_input
 from memoryd.rewrite.summary import all_cold_body, render_template, summary_file
 from memoryd.rewrite.tiers import TierRule
-from memoryd.store.catalog import EntityCatalog
+from memoryd.store.catalog import EntityCatalog, bucket_entry
+from memoryd.store.entities import LAYOUTS, Entity
 from memoryd.store.transaction import FileTransaction
 
 log = get_logger(__name__)
@@ -43,10 +44,9 @@ def refresh_summaries(
 ) -> list[str]:
     """Render the template summary of each entity whose `items.json` is among `items_paths`
     (as staged in `tx`); stage the summaries whose text changes and return their refs."""
-    by_items = {entity.items_path: entity for entity in catalog.entities()}
     refreshed: list[str] = []
     for path in sorted(set(items_paths)):
-        entity = by_items.get(path)
+        entity = _owner(catalog, path)
         if entity is None:
             continue
         text = tx.read_text(entity.items_path)
@@ -73,3 +73,13 @@ def refresh_summaries(
             tx.write_text(entity.summary_path, rendered)
             refreshed.append(entity.ref)
     return refreshed
+
+
+def _owner(catalog: EntityCatalog, items_path: str) -> Entity | None:
+    """The entity whose `items.json` is at `items_path`, found by its ref (a look-up, not a
+    pass over the catalogue)."""
+    entry = bucket_entry(items_path)
+    if entry is None:
+        return None
+    entity = catalog.by_ref(LAYOUTS[entry[0]].ref_prefix + entry[1])
+    return entity if entity is not None and entity.items_path == items_path else None
