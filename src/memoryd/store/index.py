@@ -156,35 +156,37 @@ def update_index(
     return True
 
 
-def _ref_of(line: str) -> str:
-    found = _ENTRY.match(line)
-    return found.group(1) if found else ""
-
-
-def _sections(text: str) -> dict[str, list[str]] | None:
-    """The entry lines of each section of an index as `_render` writes it, by title, or None
-    when the text is not shaped so."""
+def _sections(text: str) -> dict[str, list[tuple[str, str]]] | None:
+    """The entries of each section of an index as `_render` writes it, by title, each as its
+    (ref, line), or None when the text is not shaped so. One match per line: the ref comes
+    from the same match that checks the line's shape."""
     lines = text.split("\n")
     if lines[-1] != "" or tuple(lines[: len(_HEADER)]) != _HEADER:
         return None
     titles = [LAYOUTS[kind].title for kind in KINDS]
-    sections: dict[str, list[str]] = {}
+    sections: dict[str, list[tuple[str, str]]] = {}
     at = len(_HEADER)
     body = lines[:-1]
+    match = _ENTRY.match
     while at < len(body):
         expected = titles[len(sections)] if len(sections) < len(titles) else _ARCHIVED
         if body[at : at + 3] != ["", f"## {expected}", ""] or expected in sections:
             return None
         at += 3
-        entries: list[str] = []
-        while at < len(body) and body[at] != "":
-            entries.append(body[at])
-            at += 1
-        if entries == [_NONE] and expected != _ARCHIVED:
-            entries = []
-        elif not entries or not all(_ENTRY.match(entry) for entry in entries):
+        end = at
+        while end < len(body) and body[end] != "":
+            end += 1
+        lines_here = body[at:end]
+        at = end
+        if lines_here == [_NONE] and expected != _ARCHIVED:
+            sections[expected] = []
+            continue
+        found = [match(line) for line in lines_here]
+        if not found or None in found:
             return None
-        sections[expected] = entries
+        sections[expected] = [
+            (entry.group(1), line) for entry, line in zip(found, lines_here, strict=True) if entry
+        ]
     return sections if len(sections) >= len(titles) else None
 
 
@@ -206,14 +208,14 @@ def _patched(
             refs.add(LAYOUTS[entry[0]].ref_prefix + entry[1])
     kind_order = {kind: position for position, kind in enumerate(KINDS)}
 
-    def key(line: str) -> tuple[int, str, str]:
-        entity = catalog.by_ref(_ref_of(line))
+    def key(item: tuple[str, str]) -> tuple[int, str, str]:
+        entity = catalog.by_ref(item[0])
         if entity is None:
-            raise LookupError(line)  # a line for no entity of the catalogue
+            raise LookupError(item[1])  # a line for no entity of the catalogue
         return (kind_order[entity.kind] if entity.archived else 0, *_sort_key(entity))
 
     for title, entries in sections.items():
-        sections[title] = [entry for entry in entries if _ref_of(entry) not in refs]
+        sections[title] = [item for item in entries if item[0] not in refs]
     try:
         for ref in sorted(refs):
             entity = catalog.by_ref(ref)
@@ -221,7 +223,7 @@ def _patched(
                 continue
             title = _ARCHIVED if entity.archived else LAYOUTS[entity.kind].title
             line = _line(entity, gist_of(tx.read_text(entity.summary_path)))
-            bisect.insort(sections.setdefault(title, []), line, key=key)
+            bisect.insort(sections.setdefault(title, []), (ref, line), key=key)
     except LookupError:
         return None
     if sum(len(entries) for entries in sections.values()) != len(catalog):
@@ -229,7 +231,7 @@ def _patched(
     lines = list(_HEADER)
     for kind in KINDS:
         title = LAYOUTS[kind].title
-        lines += ["", f"## {title}", "", *(sections[title] or [_NONE])]
+        lines += ["", f"## {title}", "", *([line for _, line in sections[title]] or [_NONE])]
     if sections.get(_ARCHIVED):
-        lines += ["", f"## {_ARCHIVED}", "", *sections[_ARCHIVED]]
+        lines += ["", f"## {_ARCHIVED}", "", *(line for _, line in sections[_ARCHIVED])]
     return "\n".join(lines) + "\n"
