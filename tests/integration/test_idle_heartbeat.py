@@ -38,6 +38,11 @@ NOT_WHEN_IDLE = (
     "memoryd.rewrite.refresh",
     "memoryd.store.facts",
     "memoryd.store.merge",
+    # The entity catalogue and its cache (a job names the cache's file from `memoryd.store`).
+    "memoryd.store.catalog",
+    "memoryd.store.catalog_cache",
+    "memoryd.store.catalog_snapshot",
+    "memoryd.store.labels",
     "memoryd.store.reads",
     # The readers of formats the configuration does not name (it names only "jsonl").
     "memoryd.sources.aider",

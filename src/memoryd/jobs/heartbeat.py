@@ -34,7 +34,7 @@ from memoryd.jobs.sources import build_sources
 from memoryd.reading.accesses import claim_reads, release_reads
 from memoryd.settings import Settings, state_directory
 from memoryd.state.facade import State
-from memoryd.store.catalog_cache import CACHE_FILE as CATALOG_CACHE_FILE
+from memoryd.store import CATALOG_CACHE_FILE
 
 if TYPE_CHECKING:
     from memoryd.store.catalog import EntityCatalog

@@ -31,6 +31,7 @@ from typing import Any
 
 import structlog
 
+from memoryd.store import CATALOG_CACHE_FILE
 from memoryd.store.atomic import atomic_write_text
 from memoryd.store.catalog import EntityCatalog, LabelForms, label_forms
 from memoryd.store.catalog_snapshot import (
@@ -50,7 +51,7 @@ CACHE_VERSION = 2
 # The probe label's forms are kept in the cache's header (`catalog_snapshot.probe`): a memoryd
 # whose normalizing or look-alike folding differs computes other forms, and the whole cache is
 # then read again.
-CACHE_FILE = "catalog-cache.json"  # its name in the state directory
+CACHE_FILE = CATALOG_CACHE_FILE  # its name in the state directory
 _Key = list[int]
 
 
