@@ -33,11 +33,12 @@ pytestmark = pytest.mark.slow
 REAL_GIT = shutil.which("git")
 WRAPPER = """#!/bin/sh
 # Test wrapper: run the real git; kill memoryd (our parent) at the point named in $KILL_AT,
-# once (the marker file is consumed). A commit is made by `git commit`, or by `update-ref`
-# moving the branch to a commit built by `commit-tree` (only memoryd's paths staged).
+# once (the marker file is consumed). Paths are staged by `git update-index` (files) or `git add`
+# (folders); a commit is made by `git commit`, or by `update-ref` moving the branch to a commit
+# built by `commit-tree` (only memoryd's paths staged).
 if [ -n "$KILL_MARKER" ] && [ -e "$KILL_MARKER" ]; then
   for arg in "$@"; do
-    if [ "$KILL_AT" = "before-add" ] && [ "$arg" = "add" ]; then
+    if [ "$KILL_AT" = "before-add" ] && [ "$arg" = "add" -o "$arg" = "update-index" ]; then
       rm -f "$KILL_MARKER"; kill -9 "$PPID"; exit 1
     fi
     if [ "$KILL_AT" = "after-commit" ] && [ "$arg" = "commit" -o "$arg" = "update-ref" ]; then

@@ -298,9 +298,9 @@ class GitStore:
             ]
             if not stageable:
                 return None
-            # --force: a path memoryd names is store content even if a .gitignore matches it
-            # (`*.json`); the store folder itself was checked above not to be ignored.
-            session.run_with_pathspecs(["add", "--all", "--force"], stageable)
+            # As `add --force`: a path memoryd names is store content even if a .gitignore
+            # matches it (`*.json`); the store folder itself was checked above not to be ignored.
+            session.stage(stageable, {spec for spec in gone if spec in known})
             head = session.head()
             staged = None if head is None else session.staged_everywhere(head)
             changed = (

@@ -3,6 +3,7 @@ and the refusal of a store folder the enclosing repository ignores."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
@@ -529,3 +530,56 @@ def test_changed_since_names_the_store_paths_a_commit_range_changed(tmp_path: Pa
     assert store.changed_since(store.head() or "") == []
     assert store.changed_since("0" * 40) is None
     assert store.changed_since("--output=/tmp/x") is None
+
+
+def _commands(trace: Path) -> list[str]:
+    """The git commands a GIT_TRACE2_EVENT file recorded, by name."""
+    events = [json.loads(line) for line in trace.read_text().splitlines()]
+    return [event["name"] for event in events if event["event"] == "cmd_name"]
+
+
+def test_files_are_staged_one_by_one_and_folders_as_pathspecs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = make_repo(tmp_path / "repo")
+    (repo / "life").mkdir()
+    (repo / "life/a.md").write_text("a\n")
+    (repo / "life/gone.md").write_text("gone\n")
+    store = store_at(repo)
+    store.commit(["life/a.md", "life/gone.md"], "first")
+    (repo / "life/a.md").write_text("a2\n")
+    (repo / "life/gone.md").unlink()
+    trace = tmp_path / "files.trace"
+    monkeypatch.setenv("GIT_TRACE2_EVENT", str(trace))
+
+    assert store.commit(["life/a.md", "life/gone.md"], "files") is not None
+    # Each path looked up in the index, not every entry matched against every pathspec.
+    assert "update-index" in _commands(trace)
+    assert "add" not in _commands(trace)
+
+    (repo / "life/folder").mkdir()
+    (repo / "life/folder/b.md").write_text("b\n")
+    trace = tmp_path / "folder.trace"
+    monkeypatch.setenv("GIT_TRACE2_EVENT", str(trace))
+    assert store.commit(["life/folder"], "a folder") is not None
+    assert "add" in _commands(trace)
+    assert committed_files(repo) == {"life/folder/b.md"}
+    assert store.status().clean
+
+
+def test_a_file_where_a_tracked_folder_was_replaces_it(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    (repo / "life/x").mkdir(parents=True)
+    (repo / "life/x/a.md").write_text("a\n")
+    store = store_at(repo)
+    store.commit(["life/x"], "a folder")
+    (repo / "life/x/a.md").unlink()
+    (repo / "life/x").rmdir()
+    (repo / "life/x").write_text("now a file\n")
+
+    # `update-index` refuses a file over a tracked folder; `add` stages both changes.
+    assert store.commit(["life/x"], "a file") is not None
+
+    changes = git(repo, "show", "--name-status", "--format=", "HEAD").split("\n")
+    assert sorted(line for line in changes if line) == ["A\tlife/x", "D\tlife/x/a.md"]
+    assert store.status().clean
