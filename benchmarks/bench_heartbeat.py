@@ -721,17 +721,21 @@ What the rows say:
   can mislead), and "inside the daemon" runs the same 5-chunk heartbeats in the benchmark's
   process, after a warm-up heartbeat (the SDK imported, the interpreter warm), CPU counting
   that process, so the fake server's threads too, and git. The daemon's figure shows what is
-  left most plainly: about 0.16-0.18 s of CPU per heartbeat for 5,000 entities and 15,000
-  files (two runs of 15: +0.159 s and +0.175 s; the table shows the second), against about
-  0.21 s for the whole heartbeat on a fresh store. Of it, about 0.12 s is
-  git's (`status` reads the 2 MB index, stats all 15,209 tracked files and 5,286 folders, and
-  rewrites the index when folders were added; `add` and `write-tree` each read and write it
-  again), and 0.04-0.06 s is memoryd's (loading the snapshot: 0.028 s; patching the 5,000-line
-  `life/index.md` and scanning its changed lines for secrets: about 0.015 s); measured apart
-  over 11 heartbeats of each store in one process, memoryd's own CPU grew by 0.034 s and git's
-  by 0.121 s. The one-shot heartbeat carries the same on about 1.9 s: 1.07x and 1.08x of the
-  medians in the two runs, +0.159 s and +0.141 s paired. A person's plain `git status` on this
-  store costs about 0.04 s more than on the fresh one.
+  left most plainly. Before the last change of that stop it was about 0.16-0.18 s of CPU per
+  heartbeat for 5,000 entities and 15,000 files (two runs of 15: +0.159 s and +0.175 s),
+  against about 0.21 s for the whole heartbeat on a fresh store; measured apart over 11
+  heartbeats of each store in one process, memoryd's own CPU grew by 0.034 s and git's by
+  0.121 s. Git's part: `status` reads the 2 MB index, stats all 15,209 tracked files and 5,286
+  folders, and writes the index again when folders were added; `add` matched every index
+  entry against every path staged, then wrote it; `write-tree` reads and writes it once more.
+  memoryd's part: loading the snapshot (0.028 s), patching the 5,000-line `life/index.md` and
+  scanning its changed lines for secrets (about 0.015 s). The last change stages files with
+  `git update-index`, which looks each path up in the index: git's CPU went from 0.166 s to
+  0.140 s a heartbeat on the big store (0.045 s to 0.041 s on the fresh one), and the column
+  shows +0.127 s inside the daemon, +0.124 s paired, 1.08x of the one-shot medians. A person's
+  plain `git status` on this store costs about 0.04 s more than on the fresh one. The idle
+  row's big-vs-fresh ratio moves with the fresh store's figure (0.99x and 1.01x in the two
+  earlier runs of this column); one idle run in a busier minute gave 0.38 s.
 """
 
 
