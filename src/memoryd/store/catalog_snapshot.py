@@ -373,10 +373,7 @@ def _read(path: Path, root: Path) -> dict[str, Any] | None:
         document = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    if not isinstance(document, dict) or not isinstance(document.get("commit"), str):
-        return None
-    header = {key: document.get(key) for key in ("version", "root", "probe")}
-    return document if header == _header(root) else None
+    return _of_this_store(document, root)
 
 
 def _write(path: Path, document: dict[str, Any]) -> None:
@@ -404,6 +401,11 @@ def _read_base(path: Path, root: Path) -> dict[str, Any] | None:
         document = marshal.loads(payload)  # noqa: S302 - digest-checked, memoryd's own file
     except (EOFError, ValueError, TypeError):
         return None
+    return _of_this_store(document, root)
+
+
+def _of_this_store(document: Any, root: Path) -> dict[str, Any] | None:
+    """`document` when it is a snapshot file's of this code and of the store at `root`."""
     if not isinstance(document, dict) or not isinstance(document.get("commit"), str):
         return None
     header = {key: document.get(key) for key in ("version", "root", "probe")}
