@@ -4,8 +4,6 @@ commands an operation runs, with its environment, and what they tell about the r
 
 from __future__ import annotations
 
-import os
-import stat
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
@@ -88,18 +86,17 @@ class Session:
                 stdin=handle,
             )
 
-    def stage(self, pathspecs: list[str], gone_files: set[str]) -> None:
+    def stage(self, pathspecs: list[str], *, files_only: bool) -> None:
         """Stage the repo-relative `pathspecs` as they are on disk, as `git add --all --force`
         does: new and changed files added, files gone from disk removed, ignore rules not
         consulted.
 
-        When each one is a single file (a regular file or a link on disk, or one of
-        `gone_files`: tracked files no longer on disk), `git update-index` stages them: it
-        looks each path up in the index, where `add` matches every entry against every
-        pathspec (on a store of 15,000 files about 10 ms a commit). A folder among them, or
-        anything `update-index` refuses (a file where a tracked folder was), goes through
-        `git add`; a refused `update-index` has written nothing."""
-        if all(spec in gone_files or self._one_file(spec) for spec in pathspecs):
+        With `files_only` (each one a regular file or a link on disk, or a tracked file gone
+        from it), `git update-index` stages them: it looks each path up in the index, where
+        `add` matches every entry against every pathspec (on a store of 15,000 files about
+        10 ms a commit). Otherwise, or when `update-index` refuses (a file where a tracked
+        folder was), `git add` does; a refused `update-index` has written nothing."""
+        if files_only:
             with nul_file(pathspecs) as handle:
                 status, _out, _err = self.execute(
                     ["update-index", "--add", "--remove", "-z", "--stdin"], stdin=handle
@@ -107,13 +104,6 @@ class Session:
             if status == 0:
                 return
         self.run_with_pathspecs(["add", "--all", "--force"], pathspecs)
-
-    def _one_file(self, repo_relative: str) -> bool:
-        try:
-            mode = os.lstat(self.work_tree / repo_relative).st_mode
-        except OSError:
-            return False
-        return stat.S_ISREG(mode) or stat.S_ISLNK(mode)
 
     def head(self) -> str | None:
         try:

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -72,6 +73,19 @@ __all__ = [
 
 DEFAULT_BRANCH = "main"
 _OBJECT_NAME = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")  # a full SHA-1 or SHA-256 object name
+
+
+def _mode(path: Path) -> int | None:
+    """The mode of what is at `path` (a link not followed), or None when nothing is."""
+    try:
+        return os.lstat(path).st_mode
+    except OSError:
+        return None
+
+
+def _one_file(mode: int) -> bool:
+    """Whether a path of this mode is staged as one index entry: a regular file or a link."""
+    return stat.S_ISREG(mode) or stat.S_ISLNK(mode)
 
 
 def find_work_tree(path: Path) -> Path | None:
@@ -287,9 +301,10 @@ class GitStore:
             session.check_writable()
             session.clear_index_lock()
             pathspecs = [session.to_repo_relative(p) for p in relative]
+            modes = {spec: _mode(session.work_tree / spec) for spec in pathspecs}
             # The index is listed only for paths gone from disk (a deletion or a move): on most
             # commits every path exists, and listing a big store's index costs more than them.
-            gone = [spec for spec in pathspecs if not os.path.lexists(session.work_tree / spec)]
+            gone = [spec for spec, mode in modes.items() if mode is None]
             known = session.tracked(gone) if gone else set()
             stageable = [
                 spec
@@ -300,7 +315,13 @@ class GitStore:
                 return None
             # As `add --force`: a path memoryd names is store content even if a .gitignore
             # matches it (`*.json`); the store folder itself was checked above not to be ignored.
-            session.stage(stageable, {spec for spec in gone if spec in known})
+            session.stage(
+                stageable,
+                files_only=all(
+                    spec in known if (mode := modes[spec]) is None else _one_file(mode)
+                    for spec in stageable
+                ),
+            )
             head = session.head()
             staged = None if head is None else session.staged_everywhere(head)
             changed = (
