@@ -5,15 +5,15 @@ entity catalogue's snapshot creates many containers in one go, almost none of th
 heartbeat the SDK is imported when its first call is made, after the catalogue is in memory, so
 every collection during the import also walks the catalogue: its cost grew with the store.
 
-Loading the entity catalogue's snapshot (`memoryd.store.catalog_snapshot`) creates some
-hundred thousand containers (entities, label sets, the mention trie's nodes) in one go, none of
-them garbage. Each young-generation threshold crossed meanwhile starts a collection that walks
-the containers made so far, and the growth of the old generation soon forces a full one: on a
-store of 5,000 entities the collector's passes cost as much as the load itself (about 0.06 s of
-0.12 s). `collection_paused` switches the collector off for the length of such a block and
-back on after it (if it was on): no object is freed later or earlier than it would have been by
-reference counting, and any cycle left unreachable meanwhile is collected by the next pass after
-the block. `memoryd.cli.startup` builds the start-up's pause (which also freezes) on this one.
+The snapshot (`memoryd.store.catalog_snapshot`) is some hundred thousand containers (entities,
+label sets, the mention trie's nodes). Each young-generation threshold crossed while such a block
+runs starts a collection that walks the containers made so far, and the growth of the old
+generation soon forces a full one: on a store of 5,000 entities the collector's passes cost as
+much as the load itself (about 0.06 s of 0.12 s). `collection_paused` switches the collector
+off for the length of such a block and back on after it (if it was on): no object is freed
+later or earlier than it would have been by reference counting, and any cycle left unreachable
+meanwhile is collected by the next pass after the block. `memoryd.cli.startup` builds the
+start-up's pause (which also freezes) on this one.
 
 Switched back on, the collector would still walk what the block made twice more: the first
 young-generation pass finds the whole block's containers young and moves them to the middle
