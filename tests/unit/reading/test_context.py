@@ -6,13 +6,12 @@ from datetime import date
 from pathlib import Path
 
 import pytest
-from tests.unit.rewrite.support import Planted, plant
+from tests.unit.rewrite.support import Planted, planted_store
 
 from memoryd.errors import StoreError
 from memoryd.reading.context import CUT_LINE, Section, build_bundle, fit
 from memoryd.reading.files import ReadOnlyStore
 from memoryd.rewrite.tiers import TierRule
-from memoryd.store.layout import init_store
 
 TODAY = date(2026, 3, 10)
 
@@ -38,10 +37,8 @@ def test_sections_are_taken_by_priority_then_cut_then_left_out() -> None:
 
 
 def test_the_bundle_holds_routine_skills_and_the_hottest_entities_first(tmp_path: Path) -> None:
-    store = tmp_path / "store"
-    init_store(store, "MEMORY.md", "agents", "memoryd", "memoryd@localhost")
-    plant(
-        store,
+    store = planted_store(
+        tmp_path / "store",
         [
             Planted("Cold Carl", "Old news", age=200),
             Planted("Warm Wendy", "Likes tea", age=15),

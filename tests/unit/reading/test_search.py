@@ -5,21 +5,20 @@ from __future__ import annotations
 from datetime import date
 from pathlib import Path
 
-from tests.unit.rewrite.support import Planted, plant
+from tests.unit.rewrite.support import Planted, plant, planted_store
 
 from memoryd.reading.files import ReadOnlyStore
 from memoryd.reading.search import SearchIndex
 from memoryd.rewrite.tiers import TierRule
 from memoryd.store.catalog import entity_at
-from memoryd.store.layout import init_store
 
 TODAY = date(2026, 3, 10)
 
 
 def test_every_kind_of_file_is_found_and_filtered(tmp_path: Path) -> None:
-    store = tmp_path / "store"
-    init_store(store, "MEMORY.md", "agents", "memoryd", "memoryd@localhost")
-    plant(store, [Planted("Jane Doe", "Plays chess on Sundays", age=1)], today=TODAY)
+    store = planted_store(
+        tmp_path / "store", [Planted("Jane Doe", "Plays chess on Sundays", age=1)], today=TODAY
+    )
     (store / "MEMORY.md").write_text("# Tacit\n\n- Plays music while working\n")
     (store / "memory" / "2026-03-09.md").write_text("# Monday\n\n- 10:00 · ops · chess club\n")
     (store / "memory" / "notes.md").write_text("- not a daily note: chess\n")
@@ -49,10 +48,8 @@ def test_every_kind_of_file_is_found_and_filtered(tmp_path: Path) -> None:
 
 
 def test_the_index_ranks_the_hottest_entities_for_context(tmp_path: Path) -> None:
-    store = tmp_path / "store"
-    init_store(store, "MEMORY.md", "agents", "memoryd", "memoryd@localhost")
-    plant(
-        store,
+    store = planted_store(
+        tmp_path / "store",
         [
             Planted("Cold Carl", "Old news", age=200),
             Planted("Warm Wendy", "Likes tea", age=15),
@@ -74,9 +71,9 @@ def test_the_index_ranks_the_hottest_entities_for_context(tmp_path: Path) -> Non
 
 
 def test_an_entity_is_read_from_its_folder_alone(tmp_path: Path) -> None:
-    store = tmp_path / "store"
-    init_store(store, "MEMORY.md", "agents", "memoryd", "memoryd@localhost")
-    plant(store, [Planted("Jane Doe", "Plays chess", age=1)], today=TODAY)
+    store = planted_store(
+        tmp_path / "store", [Planted("Jane Doe", "Plays chess", age=1)], today=TODAY
+    )
     files = ReadOnlyStore(store)
     jane = entity_at(files, "life/areas/people/jane-doe")
     assert jane is not None and (jane.name, jane.ref) == ("Jane Doe", "people/jane-doe")
@@ -94,9 +91,9 @@ def _rows(state: Path) -> list[tuple[object, ...]]:
 
 
 def test_a_refresh_from_a_commits_paths_reads_only_them(tmp_path: Path) -> None:
-    store = tmp_path / "store"
-    init_store(store, "MEMORY.md", "agents", "memoryd", "memoryd@localhost")
-    plant(store, [Planted("Jane Doe", "Plays chess", age=1)], today=TODAY)
+    store = planted_store(
+        tmp_path / "store", [Planted("Jane Doe", "Plays chess", age=1)], today=TODAY
+    )
     plant(store, [Planted("Bob Roe", "Plays go", age=1)], today=TODAY)
     (store / "agents" / "ops").mkdir(parents=True)
     (store / "agents" / "ops" / "chess.md").write_text("# Chess\n\n- open with e4\n")
@@ -140,9 +137,9 @@ def test_a_refresh_from_a_commits_paths_reads_only_them(tmp_path: Path) -> None:
 def test_a_commits_path_through_a_symbolic_link_is_left_out_as_by_a_full_scan(
     tmp_path: Path,
 ) -> None:
-    store = tmp_path / "store"
-    init_store(store, "MEMORY.md", "agents", "memoryd", "memoryd@localhost")
-    plant(store, [Planted("Jane Doe", "Plays chess", age=1)], today=TODAY)
+    store = planted_store(
+        tmp_path / "store", [Planted("Jane Doe", "Plays chess", age=1)], today=TODAY
+    )
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "linked.md").write_text("- linked skill\n")

@@ -12,6 +12,7 @@ from memoryd.store.entities import Entity
 from memoryd.store.facts import FactDraft, FactFile
 from memoryd.store.git import GitIdentity, GitStore
 from memoryd.store.items import Fact, FactSource
+from memoryd.store.layout import init_store
 from memoryd.store.unit import UnitOfWork
 
 SOURCE = FactSource(agent="ops", session="s1", file="/logs/a.jsonl", lines=(1, 2))
@@ -55,6 +56,13 @@ class Planted:
     age: int
     accesses: int = 0
     kind: str = "person"
+
+
+def planted_store(path: Path, facts: Sequence[Planted], *, today: date = TODAY) -> Path:
+    """A new store at `path` (`memoryd init`'s defaults) with `facts` planted in one commit."""
+    init_store(path, "MEMORY.md", "agents", "memoryd", "memoryd@localhost")
+    plant(path, facts, today=today)
+    return path
 
 
 def plant(store: Path, facts: Sequence[Planted], *, today: date = TODAY) -> str | None:

@@ -5,21 +5,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.unit.rewrite.support import TODAY, Planted, plant
+from tests.unit.rewrite.support import TODAY, Planted, planted_store
 
 from memoryd.rewrite.refresh import refresh_summaries
 from memoryd.rewrite.tiers import TierRule
 from memoryd.store.catalog import EntityCatalog
 from memoryd.store.git import GitIdentity, GitStore
-from memoryd.store.layout import init_store
 from memoryd.store.unit import UnitOfWork
 
 
 def test_the_entities_owning_the_changed_items_files_are_refreshed(tmp_path: Path) -> None:
-    store = tmp_path / "store"
-    init_store(store, "MEMORY.md", "agents", "memoryd", "memoryd@localhost")
-    plant(
-        store,
+    store = planted_store(
+        tmp_path / "store",
         [
             Planted("Jane Doe", "Joined Acme as CTO", age=2),
             Planted("Old Co", "Closed in 2019", age=3, kind="company"),

@@ -6,14 +6,13 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from tests.unit.rewrite.support import TODAY, Planted, plant
+from tests.unit.rewrite.support import TODAY, Planted, plant, planted_store
 
 from memoryd.rewrite.select import Mode, Selection, select, summary_input, tracking_digest
 from memoryd.rewrite.tiers import TierRule
 from memoryd.state.rewrites import EntityRewrite
 from memoryd.store.catalog import EntityCatalog
 from memoryd.store.git import GitIdentity, GitStore
-from memoryd.store.layout import init_store
 from memoryd.store.unit import UnitOfWork
 
 RULE = TierRule()
@@ -22,8 +21,7 @@ NOW = datetime(2026, 3, 10, 12, tzinfo=UTC)
 
 @pytest.fixture
 def store(tmp_path: Path) -> Path:
-    init_store(tmp_path / "store", "MEMORY.md", "agents", "memoryd", "memoryd@localhost")
-    plant(
+    return planted_store(
         tmp_path / "store",
         [
             Planted("Jane Doe", "Joined Acme as CTO", age=2),
@@ -31,7 +29,6 @@ def store(tmp_path: Path) -> Path:
             Planted("Old Co", "Closed in 2019", age=300, kind="company"),
         ],
     )
-    return tmp_path / "store"
 
 
 def selection_on(
