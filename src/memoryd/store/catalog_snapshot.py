@@ -212,20 +212,49 @@ def _load_snapshot(
     head: str,
     changed_since: Callable[[str], Sequence[str] | None] | None,
 ) -> EntityCatalog | None:
-    base = _read_base(cache_file.with_name(BASE_FILE), tx.root)
+    base_file, delta_file = cache_file.with_name(BASE_FILE), cache_file.with_name(DELTA_FILE)
+    kept = _take_kept(tx, base_file, delta_file)
+    loaded = kept or _from_files(tx, base_file, delta_file)
+    if loaded is None:
+        return None
+    catalog = loaded.catalog
+    changed: Sequence[str] = ()
+    if loaded.commit != head:
+        found = changed_since(loaded.commit) if changed_since is not None else None
+        if found is None:
+            return None
+        changed = found
+    try:
+        reread = _bring_up_to_date(catalog, changed)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        log.warning("store.catalog_snapshot_unusable", path=str(base_file))
+        return None
+    if reread is None:
+        return None
+    # Folders changed by others cannot be replayed from a delta: the next save writes a base.
+    origin = _Origin(base=None) if reread else _Origin(loaded.base, dict(loaded.delta))
+    origin.followed = list(changed)
+    _origins[catalog] = origin
+    log.debug(
+        "store.catalog_snapshot_loaded",
+        entities=len(catalog),
+        replayed=len(loaded.delta),
+        reread=reread,
+        kept=kept is not None,
+    )
+    return catalog
+
+
+def _from_files(tx: FileTransaction, base_file: Path, delta_file: Path) -> _Kept | None:
+    """The catalogue the snapshot files hold (the base with the delta replayed), or None."""
+    base = _read_base(base_file, tx.root)
     if base is None:
         return None
-    delta = _read(cache_file.with_name(DELTA_FILE), tx.root)
+    delta = _read(delta_file, tx.root)
     replay: dict[str, list[Any]] = {}
     commit = base["commit"]
     if delta is not None and delta.get("base") == base["commit"]:
         replay, commit = delta.get("entities") or {}, delta["commit"]
-    changed: Sequence[str] = ()
-    if commit != head:
-        found = changed_since(commit) if changed_since is not None else None
-        if found is None:
-            return None
-        changed = found
     try:
         catalog = _catalog(tx, base)
         for kind, slug, archived, document in replay.values():
@@ -234,20 +263,10 @@ def _load_snapshot(
                 return None
             catalog._taken.add(entity.slug)
             catalog._register(entity)
-        reread = _bring_up_to_date(catalog, changed)
     except (KeyError, TypeError, ValueError, AttributeError):
-        log.warning("store.catalog_snapshot_unusable", path=str(cache_file.with_name(BASE_FILE)))
+        log.warning("store.catalog_snapshot_unusable", path=str(base_file))
         return None
-    if reread is None:
-        return None
-    # Folders changed by others cannot be replayed from a delta: the next save writes a base.
-    origin = _Origin(base=None) if reread else _Origin(str(base["commit"]), dict(replay))
-    origin.followed = list(changed)
-    _origins[catalog] = origin
-    log.debug(
-        "store.catalog_snapshot_loaded", entities=len(catalog), replayed=len(replay), reread=reread
-    )
-    return catalog
+    return _Kept(catalog, str(commit), str(base["commit"]), replay)
 
 
 def _bring_up_to_date(catalog: EntityCatalog, changed: Sequence[str]) -> int | None:
@@ -357,8 +376,67 @@ def save_snapshot(catalog: EntityCatalog, cache_file: Path, commit: str) -> None
                 | {"base": origin.base, "commit": commit, "entities": delta},
             )
         origin.delta = delta
+        _keep(catalog, commit, origin, (_file_key(base_file), _file_key(delta_file)))
     except (OSError, ValueError) as error:  # ValueError: a trie too deep for marshal
         log.warning("store.catalog_cache_unwritable", path=str(base_file), error=str(error))
+
+
+# -- the catalogue kept in memory ----------------------------------------------------------------
+
+
+@dataclass
+class _Kept:
+    """A catalogue as snapshot files describe it: of commit `commit`, from the base of commit
+    `base` with `delta` replayed over it (`files`: the files' keys, for one kept in memory)."""
+
+    catalog: EntityCatalog
+    commit: str
+    base: str
+    delta: dict[str, list[Any]]
+    files: tuple[_FileKey | None, _FileKey | None] = (None, None)
+
+
+_FileKey = tuple[int, int, int, int]
+# The catalogue each store's last save left, for the next load in this process (the daemon's
+# next heartbeat): it is the catalogue those files hold, so the load takes it instead of
+# reading them, as long as they are still the files that save wrote (no other process wrote
+# them since: an atomic write makes a new inode). A handful of stores, the oldest dropped.
+_kept: dict[Path, _Kept] = {}
+_KEPT_STORES = 4
+
+
+def _keep(
+    catalog: EntityCatalog,
+    commit: str,
+    origin: _Origin,
+    files: tuple[_FileKey | None, _FileKey | None],
+) -> None:
+    root = catalog._tx.root
+    _kept.pop(root, None)
+    if origin.base is None or files[0] is None or _KEPT_STORES < 1:
+        return
+    while len(_kept) >= _KEPT_STORES:
+        del _kept[next(iter(_kept))]
+    _kept[root] = _Kept(catalog, commit, origin.base, dict(origin.delta), files)
+
+
+def _take_kept(tx: FileTransaction, base_file: Path, delta_file: Path) -> _Kept | None:
+    """The catalogue this process's last save for the store left, rebound to `tx`, when the
+    snapshot files are still the ones that save wrote. Taken, not looked at: the heartbeat
+    that takes it changes it, and a later load reads the files unless a save keeps it again."""
+    kept = _kept.pop(tx.root, None)
+    if kept is None or kept.files != (_file_key(base_file), _file_key(delta_file)):
+        return None
+    kept.catalog._tx, kept.catalog._changed = tx, set()
+    return kept
+
+
+def _file_key(path: Path) -> _FileKey | None:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
 # -- the files ----------------------------------------------------------------------------------

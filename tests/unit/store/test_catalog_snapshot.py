@@ -62,6 +62,16 @@ def entity_reads(tx: CountingUnit) -> list[str]:
     return [path for path in tx.read if path.endswith("/entity.json")]
 
 
+@pytest.fixture(autouse=True, params=["kept", "files"])
+def kept_in_memory(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> bool:
+    """Every test runs twice: with the catalogue a save keeps for the process's next load
+    (the daemon's), and with none kept, every load reading the files (a one-shot command's)."""
+    monkeypatch.setattr(catalog_snapshot, "_kept", {})
+    if request.param == "files":
+        monkeypatch.setattr(catalog_snapshot, "_KEPT_STORES", 0)
+    return bool(request.param == "kept")
+
+
 @pytest.fixture
 def store(tmp_path: Path) -> Path:
     return seeded_store(tmp_path)
@@ -411,3 +421,66 @@ def test_an_entity_from_a_snapshot_is_the_entity_itself() -> None:
     assert vars(loaded) == vars(made) and loaded.ref == made.ref
     with pytest.raises(FrozenInstanceError):
         loaded.name = "other"  # type: ignore[misc]
+
+
+def loaded_events(logs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [e for e in logs if e["event"] == "store.catalog_snapshot_loaded"]
+
+
+def test_the_next_load_in_the_process_takes_the_catalogue_the_save_kept(
+    store: Path, cache: Path, kept_in_memory: bool
+) -> None:
+    _, saved = heartbeat(store, cache, lambda c: c.create("Globex", "company", today=TODAY))
+    tx = unit(store)
+    with capture_logs() as logs:
+        catalog = load_catalog(tx, cache, head=head(store))
+    assert [e["kept"] for e in loaded_events(logs)] == [kept_in_memory]
+    assert (catalog is saved) == kept_in_memory
+    assert catalog._tx is tx and catalog.changed_refs() == set()
+    assert entity_reads(tx) == []
+    assert tables(catalog) == fresh(store)
+    # Taken once: a second load in the same heartbeat's place reads the files.
+    with capture_logs() as logs:
+        again = load_catalog(unit(store), cache, head=head(store))
+    assert [e["kept"] for e in loaded_events(logs)] == [False]
+    assert again is not catalog and tables(again) == fresh(store)
+
+
+def test_a_catalogue_changed_by_a_heartbeat_that_saved_nothing_is_not_taken_again(
+    store: Path, cache: Path
+) -> None:
+    heartbeat(store, cache, lambda c: c.create("Globex", "company", today=TODAY))
+    failed = load_catalog(unit(store), cache, head=head(store))
+    failed.create("Never Committed", "company", today=TODAY)  # then the heartbeat failed
+    with capture_logs() as logs:
+        catalog = load_catalog(unit(store), cache, head=head(store))
+    assert [e["kept"] for e in loaded_events(logs)] == [False]
+    assert catalog.resolve("Never Committed") is None
+    assert tables(catalog) == fresh(store)
+
+
+def test_snapshot_files_written_again_by_another_process_are_read(store: Path, cache: Path) -> None:
+    heartbeat(store, cache, lambda c: c.create("Globex", "company", today=TODAY))
+    heartbeat(store, cache, lambda c: c.create("Bob", "person", today=TODAY))
+    delta = cache.parent / DELTA_FILE
+    # Another process (a one-shot command) wrote the same delta again: a new file.
+    copy = delta.with_name("copy")
+    copy.write_bytes(delta.read_bytes())
+    copy.replace(delta)
+    with capture_logs() as logs:
+        catalog = load_catalog(unit(store), cache, head=head(store))
+    assert [(e["kept"], e["replayed"]) for e in loaded_events(logs)] == [(False, 1)]
+    assert tables(catalog) == fresh(store)
+
+
+def test_a_kept_catalogue_follows_a_persons_commit_as_the_files_do(
+    snapshotted: Path, cache: Path, kept_in_memory: bool
+) -> None:
+    store = snapshotted
+    edit_metadata(store, "life/areas/people/jane-doe", name="Jane Smith")
+    git(store, "commit", "-qam", "a person's rename")
+    tx, catalog, loaded = load_following(store, cache)
+    assert [(e["kept"], e["reread"]) for e in loaded] == [(kept_in_memory, 1)]
+    assert entity_reads(tx) == ["life/areas/people/jane-doe/entity.json"]
+    assert catalog.resolve("Jane Doe") is None
+    assert tables(catalog) == fresh(store)
