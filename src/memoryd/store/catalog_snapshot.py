@@ -39,6 +39,14 @@ of a fresh load. A heartbeat that met an entity changed on disk under it
 folder without `entity.json`, a symbolic link: their content can change without a commit
 saying so), or whose own writes were withheld, saves nothing; the next load is then entity by
 entity, and its heartbeat's commit writes a new base.
+
+In a long-lived process (the daemon) the files are not even read back: a save keeps the
+catalogue it saved, and the process's next load of the same store takes it instead of the
+files' tables, when the base and delta files are still the ones that save wrote (same inode,
+size and times: another process's write, atomic, makes new files). It is taken once: the
+heartbeat that takes it changes it, and only its own save keeps it again. So the daemon's
+heartbeat costs no step per entity even for the load, and a one-shot command reads the files.
+Until then the kept catalogue holds the last heartbeat's transaction (what it read and wrote).
 """
 
 from __future__ import annotations
