@@ -52,7 +52,7 @@ DATA = Path(tempfile.gettempdir()) / "memoryd-bench" / "heartbeat"
 ROOT = Path(__file__).resolve().parent.parent
 # The columns of the report, oldest first: "main" and "cache" only measure the idle heartbeat
 # and the big store (`--only idle --only big`), before and after the catalogue cache.
-LABELS = ("before", "after", "main", "cache", "base", "final", "end", "flat")
+LABELS = ("before", "after", "main", "cache", "base", "final", "end", "flat", "kept")
 FILLER = (
     "We went through the plan again, checked the numbers and agreed on the next steps; "
     "the notes below are the details we want to keep for later reference. "
@@ -365,6 +365,10 @@ def big_store(options: argparse.Namespace) -> dict[str, Any]:
                     idles.append(idle_wall)
         if not options.src:
             figures["in_daemon"] = in_process_work(workspaces, configs, options.runs)
+    figures["plain_git"] = {
+        kind: plain_git(ws.store, DATA / f"plain-{kind}", options.runs)
+        for kind, ws in workspaces.items()
+    }
     for kind, (walls, cpus, idles) in samples.items():
         figures[kind] = {
             "wall": statistics.median(walls),
@@ -412,6 +416,45 @@ def in_process_work(
         kind: {"cpu": statistics.median(cpus), "wall": statistics.median(walls)}
         for kind, (cpus, walls) in samples.items()
     }
+
+
+def plain_git(store: Path, copy: Path, runs: int) -> dict[str, float]:
+    """The peer of a heartbeat's git work: git's own CPU, median of `runs`, for the change a
+    5-chunk heartbeat commits (five new entity folders of three small files, five lines more
+    in `life/index.md`), committed the plain way (`git add -A`, then `git commit`) in a copy
+    of `store`; and a plain `git status` before it (git stats every tracked file)."""
+    if copy.exists():
+        shutil.rmtree(copy)
+    shutil.copytree(store, copy, symlinks=True)
+    git = ["git", "-c", "user.name=b", "-c", "user.email=b@b", "-c", "core.untrackedCache=true"]
+
+    def cpu(*args: str) -> float:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        subprocess.run([*git, *args], cwd=copy, check=True, capture_output=True)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+    cpu("status", "--porcelain")  # the copy's new inodes: git refreshes its index once
+    samples: dict[str, list[float]] = {"status": [], "commit": []}
+    for rep in range(runs + 1):
+        index = copy / "life" / "index.md"
+        lines = []
+        for number in range(5):
+            folder = copy / "life" / "areas" / "companies" / f"plain-{rep}-{number}"
+            folder.mkdir(parents=True)
+            (folder / "entity.json").write_text(f'{{"name": "Plain {rep} {number}"}}\n')
+            (folder / "items.json").write_text("[]\n")
+            (folder / "summary.md").write_text(f"# Plain {rep} {number}\n")
+            lines.append(f"- [companies/plain-{rep}-{number}] Plain {rep} {number}\n")
+        with index.open("a", encoding="utf-8") as handle:
+            handle.writelines(lines)
+        status = cpu("status", "--porcelain")
+        commit = cpu("add", "-A") + cpu("commit", "--quiet", "--no-verify", "-m", "plain")
+        if rep:
+            samples["status"].append(status)
+            samples["commit"].append(commit)
+    shutil.rmtree(copy)
+    return {name: statistics.median(values) for name, values in samples.items()}
 
 
 def growth(big: dict[str, Any]) -> str:
@@ -572,6 +615,22 @@ def render(results: dict[str, dict[str, Any]]) -> str:
         "5-chunk heartbeat CPU, big store minus fresh, paired runs",
         [cell(label, lambda r: growth(r["big"])) for label in labels],
         "flat",
+    )
+
+    def peer(r: dict[str, Any], step: str) -> str:
+        fresh, big = r["big"]["plain_git"]["fresh"][step], r["big"]["plain_git"]["big"][step]
+        return f"{big:.3f} s vs {fresh:.3f} s CPU (+{big - fresh:.3f} s)"
+
+    row(
+        "peer: git alone committing the same change the plain way (`add -A`, `commit`), "
+        "big store vs fresh",
+        [cell(label, lambda r: peer(r, "commit")) for label in labels],
+        "—",
+    )
+    row(
+        "peer: a plain `git status`, big store vs fresh",
+        [cell(label, lambda r: peer(r, "status")) for label in labels],
+        "—",
     )
     del before, after
     first = results[labels[0]]
