@@ -32,7 +32,9 @@ This is the only module that imports `anthropic`. Its invariants:
 from __future__ import annotations
 
 import copy
+import functools
 import random
+import ssl
 import time
 from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
@@ -66,6 +68,18 @@ DEFAULT_BASE_URL = "https://api.anthropic.com"
 DEFAULT_MAX_WAIT_SECONDS = 60.0
 # Connecting is quick or hopeless; only reading a long answer deserves the full timeout.
 _CONNECT_TIMEOUT_SECONDS = 10.0
+
+
+@functools.cache
+def tls_context() -> ssl.SSLContext:
+    """The TLS settings of every client this process makes: the SDK's own default (its HTTP
+    library's trusted roots, `SSL_CERT_FILE` and `SSL_CERT_DIR` honoured), made once. Loading
+    the roots costs 30-40 ms of CPU, which the daemon paid at every heartbeat that called the
+    model when each client made its own. A context is safe to share between clients and threads
+    once made; nothing changes it afterwards."""
+    return httpx2.create_ssl_context()
+
+
 _RETRYABLE_STATUSES = frozenset({408, 409, 429})
 _FIRST_SERVER_ERROR = 500
 _PAYMENT_REQUIRED = 402
@@ -140,6 +154,7 @@ class AnthropicClient:
                 timeout_seconds, connect=min(timeout_seconds, _CONNECT_TIMEOUT_SECONDS)
             ),
             open_telemetry={},
+            http_client=anthropic.DefaultHttpxClient(verify=tls_context()),
         )
 
     @property

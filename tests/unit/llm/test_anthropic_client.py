@@ -5,8 +5,10 @@ from __future__ import annotations
 import contextlib
 import json
 import socket
+import ssl
 from collections.abc import Callable
 
+import httpx2
 import pytest
 from structlog.testing import capture_logs
 from tests.fakes.fake_anthropic import (
@@ -24,7 +26,12 @@ from tests.fakes.fake_anthropic import (
 )
 
 from memoryd.errors import EXIT_CONFIG, EXIT_FAILED, EXIT_TEMPFAIL, TransientError
-from memoryd.llm.anthropic_client import DEFAULT_BASE_URL, AnthropicClient, message_params
+from memoryd.llm.anthropic_client import (
+    DEFAULT_BASE_URL,
+    AnthropicClient,
+    message_params,
+    tls_context,
+)
 from memoryd.llm.base import (
     PermanentLLMError,
     SpendLimitError,
@@ -496,3 +503,30 @@ def test_the_same_request_gives_the_same_bytes(make_request: RequestFactory) -> 
 
     assert first == second
     assert "mutated" not in request.tool.input_schema["properties"]["facts"]
+
+
+def test_every_client_of_the_process_shares_one_tls_context(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Loading the trusted roots costs 30-40 ms: the daemon's heartbeats do it once, not once
+    per client (`tls_context`)."""
+    made: list[ssl.SSLContext] = []
+    real = httpx2.create_ssl_context
+
+    def counting() -> ssl.SSLContext:
+        made.append(real())
+        return made[-1]
+
+    monkeypatch.setattr(httpx2, "create_ssl_context", counting)
+    tls_context.cache_clear()
+    try:
+        clients = [AnthropicClient(api_key="sk-ant-test", base_url=DEFAULT_BASE_URL) for _ in "ab"]
+        # The SDK's HTTP client keeps the context in its connection pool (httpx2/httpcore2).
+        pools = [client._sdk._client._transport._pool for client in clients]  # type: ignore[attr-defined]
+        assert len(made) == 1
+        assert all(pool._ssl_context is made[0] for pool in pools)
+        assert made[0].verify_mode == ssl.CERT_REQUIRED and made[0].check_hostname
+        for client in clients:
+            client.close()
+    finally:
+        tls_context.cache_clear()
