@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gc
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -79,3 +80,39 @@ def test_the_heartbeat_keeps_its_catalogue_out_of_the_collectors_passes_until_it
     assert [e["reread"] for e in logs if e["event"] == "store.catalog_snapshot_loaded"] == [0]
     assert frozen and frozen[0] > 0  # the snapshot's load froze what it built (memoryd.collector)
     assert gc.get_freeze_count() == 0  # and the heartbeat's end gave it all back
+
+
+@pytest.mark.parametrize("daemon", [True, False])
+def test_the_daemons_heartbeats_hand_their_catalogue_to_the_next_and_a_one_shot_keeps_none(
+    ws: Workspace, daemon: bool
+) -> None:
+    """The daemon's environment (`long_lived`) keeps each heartbeat's catalogue for its next
+    heartbeat, which then reads no snapshot file; a person's edit in between is still
+    followed. A one-shot command's heartbeats read the files every time."""
+    settings = ws.settings("markers")
+    env = replace(ws.environment(), long_lived=daemon)
+    lines = [
+        ("person Jane Doe: CTO", None),
+        ("company Globex: Client", None),
+        ("person JD: Moved to Berlin", "JD"),  # after a person gave Jane the alias
+        ("person JD: Leads hiring", None),
+    ]
+    loads = []
+    for day, (line, alias) in enumerate(lines, start=1):
+        if alias:
+            metadata = ws.store / "life/areas/people/jane-doe/entity.json"
+            document = json.loads(metadata.read_text())
+            document["aliases"] = [alias]
+            metadata.write_text(json.dumps(document, indent=2) + "\n")
+        when = f"2026-03-0{day}T09:00:00Z"
+        ws.write_log(f"{day}.jsonl", [turn("user", f"remember: {line}", when)])
+        with capture_logs() as logs:
+            report = run_heartbeat(settings, env)
+        assert report.exit_code == EXIT_OK
+        loads += [
+            (e["kept"], e["reread"]) for e in logs if e["event"] == "store.catalog_snapshot_loaded"
+        ]
+    assert loads == [(daemon, 0), (daemon, 1), (daemon, 0)]
+    facts = [fact["fact"] for fact in ws.facts("life/areas/people/jane-doe")]
+    assert facts == ["CTO", "Moved to Berlin", "Leads hiring"]
+    assert not (ws.store / "life/areas/people/jd").exists()

@@ -404,7 +404,7 @@ def cmd_run(
         raise ConfigError(config.path, report.problems)
     for warning in report.warnings:
         log.warning("config.warning", path=str(config.path), warning=warning)
-    daemon = Daemon(config, Environment.live(environ), Notifier(environ))
+    daemon = Daemon(config, Environment.live(environ, long_lived=True), Notifier(environ))
     try:
         return daemon.run()
     except TransientError as error:

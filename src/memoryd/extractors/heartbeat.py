@@ -107,6 +107,7 @@ class HeartbeatOptions:
     concurrency: int = 1  # model calls in flight at once (`memoryd.extractors.ahead`)
     sections_per_call: int = 1  # short chunks sharing one call (`memoryd.extractors.sharing`)
     catalog_cache: Path | None = None  # the entity catalogue's cache (in the state directory)
+    keep_catalog: bool = False  # kept in memory for the process's next heartbeat (the daemon)
 
 
 @dataclass

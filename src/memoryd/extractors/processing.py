@@ -107,7 +107,7 @@ def process(
     hb.report.counters = counters
     committing.commit(hb, uow, read, progress, pending)
     if cache is not None and hb.report.commit and not uow.withheld:
-        save_snapshot(session.catalog, cache, hb.report.commit)
+        save_snapshot(session.catalog, cache, hb.report.commit, keep=hb.settings.keep_catalog)
 
 
 def _apply_all(

@@ -30,17 +30,24 @@ LOCK_WAIT_SECONDS = 10.0
 @dataclass(frozen=True)
 class Environment:
     """What the entry point read from the outside world, handed down explicitly. `machine` is
-    the machine's host name (`state.host` overrides it: `host_name`)."""
+    the machine's host name (`state.host` overrides it: `host_name`); `long_lived`: the process
+    runs job after job (the daemon), so what a job built may be kept for the next one."""
 
     environ: Mapping[str, str]
     clock: Clock
     machine: str = "localhost"
+    long_lived: bool = False
 
     @classmethod
-    def live(cls, environ: Mapping[str, str]) -> Environment:
+    def live(cls, environ: Mapping[str, str], *, long_lived: bool = False) -> Environment:
         """The real world, for the entry points: this environment, the wall clock (UTC) and the
         machine's host name."""
-        return cls(environ=environ, clock=lambda: datetime.now(UTC), machine=socket.gethostname())
+        return cls(
+            environ=environ,
+            clock=lambda: datetime.now(UTC),
+            machine=socket.gethostname(),
+            long_lived=long_lived,
+        )
 
 
 def host_name(settings: Settings, env: Environment) -> str:

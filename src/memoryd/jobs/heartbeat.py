@@ -46,7 +46,11 @@ if TYPE_CHECKING:
 
 
 def heartbeat_options(
-    settings: Settings, host: str, catalog_cache: Path | None = None
+    settings: Settings,
+    host: str,
+    catalog_cache: Path | None = None,
+    *,
+    keep_catalog: bool = False,
 ) -> HeartbeatOptions:
     host_code = None
     if settings.git.push:  # a store shared by several hosts numbers each host's facts apart
@@ -70,6 +74,7 @@ def heartbeat_options(
         concurrency=settings.llm.concurrency if settings.llm.provider != "markers" else 1,
         sections_per_call=settings.llm.sections_per_call,
         catalog_cache=catalog_cache,
+        keep_catalog=keep_catalog,
     )
 
 
@@ -104,6 +109,7 @@ def build_heartbeat(
             settings,
             host_name(settings, env),
             state_directory(settings, env.environ) / CATALOG_CACHE_FILE,
+            keep_catalog=env.long_lived,
         ),
         sources=build_sources(settings, state_directory(settings, env.environ)),
         state=state,

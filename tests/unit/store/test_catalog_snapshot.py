@@ -4,6 +4,7 @@ used only for the commit it was saved at, always equal to a fresh load of the st
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import FrozenInstanceError, fields
 from datetime import date
 from pathlib import Path
@@ -64,11 +65,10 @@ def entity_reads(tx: CountingUnit) -> list[str]:
 
 @pytest.fixture(autouse=True, params=["kept", "files"])
 def kept_in_memory(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> bool:
-    """Every test runs twice: with the catalogue a save keeps for the process's next load
-    (the daemon's), and with none kept, every load reading the files (a one-shot command's)."""
+    """Every test runs twice: with heartbeats that keep their catalogue for the process's next
+    load (the daemon's), and with none kept, every load reading the files (a one-shot
+    command's)."""
     monkeypatch.setattr(catalog_snapshot, "_kept", {})
-    if request.param == "files":
-        monkeypatch.setattr(catalog_snapshot, "_KEPT_STORES", 0)
     return bool(request.param == "kept")
 
 
@@ -82,18 +82,29 @@ def cache(tmp_path: Path) -> Path:
     return tmp_path / "state" / "catalog-cache.json"
 
 
-def heartbeat(root: Path, cache: Path, change: Any) -> tuple[CountingUnit, EntityCatalog]:
-    """What a heartbeat does: load at HEAD, change, commit, save the snapshot."""
-    tx = unit(root)
-    catalog = load_catalog(tx, cache, head=head(root))
-    change(catalog)
-    commit = tx.apply_and_commit("heartbeat", {})
-    assert commit is not None
-    save_snapshot(catalog, cache, commit)
-    return tx, catalog
+Beat = Callable[[Path, Path, Any], tuple[CountingUnit, EntityCatalog]]
 
 
-def test_memoryds_own_commits_are_loaded_whole_from_the_snapshot(store: Path, cache: Path) -> None:
+@pytest.fixture
+def heartbeat(kept_in_memory: bool) -> Beat:
+    """What a heartbeat does: load at HEAD, change, commit, save the snapshot (keeping the
+    catalogue in the "kept" runs, as the daemon does)."""
+
+    def run(root: Path, cache: Path, change: Any) -> tuple[CountingUnit, EntityCatalog]:
+        tx = unit(root)
+        catalog = load_catalog(tx, cache, head=head(root))
+        change(catalog)
+        commit = tx.apply_and_commit("heartbeat", {})
+        assert commit is not None
+        save_snapshot(catalog, cache, commit, keep=kept_in_memory)
+        return tx, catalog
+
+    return run
+
+
+def test_memoryds_own_commits_are_loaded_whole_from_the_snapshot(
+    store: Path, cache: Path, heartbeat: Beat
+) -> None:
     heartbeat(store, cache, lambda c: c.create("Globex", "company", ["GX"], today=TODAY))
     assert (cache.parent / BASE_FILE).exists()
 
@@ -127,7 +138,7 @@ def test_memoryds_own_commits_are_loaded_whole_from_the_snapshot(store: Path, ca
 
 
 def test_a_long_delta_writes_the_base_again(
-    store: Path, cache: Path, monkeypatch: pytest.MonkeyPatch
+    store: Path, cache: Path, monkeypatch: pytest.MonkeyPatch, heartbeat: Beat
 ) -> None:
     monkeypatch.setattr(catalog_snapshot, "_DELTA_LIMIT", 1)
     heartbeat(store, cache, lambda c: c.create("One", "person", today=TODAY))
@@ -141,7 +152,9 @@ def test_a_long_delta_writes_the_base_again(
     assert entity_reads(tx) == []
 
 
-def test_any_other_commit_or_no_head_loads_entity_by_entity(store: Path, cache: Path) -> None:
+def test_any_other_commit_or_no_head_loads_entity_by_entity(
+    store: Path, cache: Path, heartbeat: Beat
+) -> None:
     heartbeat(store, cache, lambda c: c.create("Globex", "company", today=TODAY))
     jane = store / "life/areas/people/jane-doe/entity.json"
     document = json.loads(jane.read_text())
@@ -173,7 +186,7 @@ def test_any_other_commit_or_no_head_loads_entity_by_entity(store: Path, cache: 
     ],
 )
 def test_a_damaged_or_foreign_snapshot_file_is_not_used(
-    store: Path, cache: Path, damage: Any
+    store: Path, cache: Path, damage: Any, heartbeat: Beat
 ) -> None:
     heartbeat(store, cache, lambda c: c.create("Globex", "company", today=TODAY))
     base = cache.parent / BASE_FILE
@@ -197,7 +210,7 @@ def test_a_damaged_or_foreign_snapshot_file_is_not_used(
     ],
 )
 def test_a_snapshot_of_another_store_or_shape_is_not_used(
-    store: Path, cache: Path, change: Any
+    store: Path, cache: Path, change: Any, heartbeat: Beat
 ) -> None:
     """Written whole with a right digest (as another version's memoryd or another store's
     would be), but not this store's or not this code's shape."""
@@ -209,7 +222,9 @@ def test_a_snapshot_of_another_store_or_shape_is_not_used(
     assert tables(catalog) == fresh(store)
 
 
-def test_the_json_base_of_an_older_memoryd_is_replaced(store: Path, cache: Path) -> None:
+def test_the_json_base_of_an_older_memoryd_is_replaced(
+    store: Path, cache: Path, heartbeat: Beat
+) -> None:
     old = cache.parent / "catalog-snapshot.json"
     old.parent.mkdir(parents=True, exist_ok=True)
     old.write_text('{"version": 1, "commit": "0000"}')
@@ -218,7 +233,9 @@ def test_the_json_base_of_an_older_memoryd_is_replaced(store: Path, cache: Path)
     assert read_base(cache, store)["commit"] == head(store)
 
 
-def test_an_entity_changed_under_the_heartbeat_saves_no_snapshot(store: Path, cache: Path) -> None:
+def test_an_entity_changed_under_the_heartbeat_saves_no_snapshot(
+    store: Path, cache: Path, heartbeat: Beat
+) -> None:
     heartbeat(store, cache, lambda c: c.create("Globex", "company", today=TODAY))
     heartbeat(store, cache, lambda c: c.create("Bob", "person", today=TODAY))
     assert (cache.parent / DELTA_FILE).exists()
@@ -242,7 +259,7 @@ def test_an_entity_changed_under_the_heartbeat_saves_no_snapshot(store: Path, ca
 
 
 def test_a_hand_made_folder_keeps_the_catalogue_out_of_the_snapshot(
-    store: Path, cache: Path
+    store: Path, cache: Path, heartbeat: Beat
 ) -> None:
     folder = store / "life/areas/people/made-by-hand"
     folder.mkdir()
@@ -258,7 +275,7 @@ def test_a_hand_made_folder_keeps_the_catalogue_out_of_the_snapshot(
 
 
 def test_an_unwritable_snapshot_is_logged_and_costs_only_the_reads(
-    store: Path, tmp_path: Path
+    store: Path, tmp_path: Path, heartbeat: Beat
 ) -> None:
     blocked = tmp_path / "blocked"
     blocked.write_text("a file where the state folder should be")
@@ -292,7 +309,7 @@ def edit_metadata(root: Path, folder: str, **changes: Any) -> None:
 
 
 @pytest.fixture
-def snapshotted(store: Path, cache: Path) -> Path:
+def snapshotted(store: Path, cache: Path, heartbeat: Beat) -> Path:
     heartbeat(store, cache, lambda c: c.create("Globex", "company", ["GX"], today=TODAY))
     heartbeat(store, cache, lambda c: c.create("Bob", "person", today=TODAY))
     return store
@@ -423,12 +440,12 @@ def test_an_entity_from_a_snapshot_is_the_entity_itself() -> None:
         loaded.name = "other"  # type: ignore[misc]
 
 
-def loaded_events(logs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def loaded_events(logs: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     return [e for e in logs if e["event"] == "store.catalog_snapshot_loaded"]
 
 
 def test_the_next_load_in_the_process_takes_the_catalogue_the_save_kept(
-    store: Path, cache: Path, kept_in_memory: bool
+    store: Path, cache: Path, kept_in_memory: bool, heartbeat: Beat
 ) -> None:
     _, saved = heartbeat(store, cache, lambda c: c.create("Globex", "company", today=TODAY))
     tx = unit(store)
@@ -447,7 +464,7 @@ def test_the_next_load_in_the_process_takes_the_catalogue_the_save_kept(
 
 
 def test_a_catalogue_changed_by_a_heartbeat_that_saved_nothing_is_not_taken_again(
-    store: Path, cache: Path
+    store: Path, cache: Path, heartbeat: Beat
 ) -> None:
     heartbeat(store, cache, lambda c: c.create("Globex", "company", today=TODAY))
     failed = load_catalog(unit(store), cache, head=head(store))
@@ -459,7 +476,9 @@ def test_a_catalogue_changed_by_a_heartbeat_that_saved_nothing_is_not_taken_agai
     assert tables(catalog) == fresh(store)
 
 
-def test_snapshot_files_written_again_by_another_process_are_read(store: Path, cache: Path) -> None:
+def test_snapshot_files_written_again_by_another_process_are_read(
+    store: Path, cache: Path, heartbeat: Beat
+) -> None:
     heartbeat(store, cache, lambda c: c.create("Globex", "company", today=TODAY))
     heartbeat(store, cache, lambda c: c.create("Bob", "person", today=TODAY))
     delta = cache.parent / DELTA_FILE
