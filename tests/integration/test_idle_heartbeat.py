@@ -42,6 +42,7 @@ NOT_WHEN_IDLE = (
     "memoryd.store.catalog",
     "memoryd.store.catalog_cache",
     "memoryd.store.catalog_snapshot",
+    "memoryd.store.catalog_snapshot_files",
     "memoryd.store.labels",
     "memoryd.store.reads",
     # The readers of formats the configuration does not name (it names only "jsonl").

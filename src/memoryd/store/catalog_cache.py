@@ -34,13 +34,8 @@ import structlog
 from memoryd.store import CATALOG_CACHE_FILE
 from memoryd.store.atomic import atomic_write_text
 from memoryd.store.catalog import EntityCatalog, LabelForms, label_forms
-from memoryd.store.catalog_snapshot import (
-    entity_document,
-    entity_from_document,
-    load_snapshot,
-    loaded_completely,
-    probe,
-)
+from memoryd.store.catalog_snapshot import load_snapshot, loaded_completely
+from memoryd.store.catalog_snapshot_files import entity_document, entity_from_document, probe
 from memoryd.store.entities import METADATA_FILE, Entity
 from memoryd.store.transaction import FileTransaction
 from memoryd.store.vocabulary import EntityKind
@@ -48,7 +43,7 @@ from memoryd.store.vocabulary import EntityKind
 log = structlog.get_logger(__name__)
 
 CACHE_VERSION = 2
-# The probe label's forms are kept in the cache's header (`catalog_snapshot.probe`): a memoryd
+# The probe label's forms are kept in the cache's header (`catalog_snapshot_files.probe`): a memoryd
 # whose normalizing or look-alike folding differs computes other forms, and the whole cache is
 # then read again.
 CACHE_FILE = CATALOG_CACHE_FILE  # its name in the state directory

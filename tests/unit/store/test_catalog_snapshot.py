@@ -15,10 +15,11 @@ from structlog.testing import capture_logs
 from tests.unit.store.catalog_support import NOW, TODAY, CountingUnit, git, seeded_store, unit
 
 from memoryd.errors import CorruptFileError
-from memoryd.store import catalog_snapshot
+from memoryd.store import catalog_snapshot, catalog_snapshot_files
 from memoryd.store.catalog import EntityCatalog
 from memoryd.store.catalog_cache import load_catalog
-from memoryd.store.catalog_snapshot import BASE_FILE, DELTA_FILE, save_snapshot
+from memoryd.store.catalog_snapshot import save_snapshot
+from memoryd.store.catalog_snapshot_files import BASE_FILE, DELTA_FILE
 from memoryd.store.entities import Entity
 from memoryd.store.git import GitIdentity, GitStore
 
@@ -50,7 +51,7 @@ def _sorted_trie(node: list[Any]) -> list[Any]:
 
 
 def read_base(cache: Path, store: Path) -> dict[str, Any]:
-    document = catalog_snapshot._read_base(cache.parent / BASE_FILE, store)
+    document = catalog_snapshot_files.read_base(cache.parent / BASE_FILE, store)
     assert document is not None
     return document
 
@@ -215,7 +216,7 @@ def test_a_snapshot_of_another_store_or_shape_is_not_used(
     """Written whole with a right digest (as another version's memoryd or another store's
     would be), but not this store's or not this code's shape."""
     heartbeat(store, cache, lambda c: c.create("Globex", "company", today=TODAY))
-    catalog_snapshot._write_base(cache.parent / BASE_FILE, change(read_base(cache, store)))
+    catalog_snapshot_files.write_base(cache.parent / BASE_FILE, change(read_base(cache, store)))
     with capture_logs() as logs:
         catalog = load_catalog(unit(store), cache, head=head(store))
     assert not any(e["event"] == "store.catalog_snapshot_loaded" for e in logs)
@@ -420,7 +421,7 @@ def test_changes_outside_the_entity_folders_keep_the_snapshot_and_its_delta(
 def test_an_entity_from_a_snapshot_is_the_entity_itself() -> None:
     # `_built` sets the fields directly: it must stay what `Entity(...)` makes.
     assert not hasattr(Entity, "__post_init__") and not hasattr(Entity, "__slots__")
-    assert [f.name for f in fields(Entity)] == list(catalog_snapshot._ENTITY_FIELDS)
+    assert [f.name for f in fields(Entity)] == list(catalog_snapshot_files._ENTITY_FIELDS)
     made = Entity(
         name="Zoë Acme",
         kind="company",
@@ -431,8 +432,8 @@ def test_an_entity_from_a_snapshot_is_the_entity_itself() -> None:
         archived=True,
         extra={"homepage": "https://acme.invalid"},
     )
-    document = catalog_snapshot.entity_document(made)
-    loaded = catalog_snapshot.entity_from_document(document, "company", "zoe-acme", True)
+    document = catalog_snapshot_files.entity_document(made)
+    loaded = catalog_snapshot_files.entity_from_document(document, "company", "zoe-acme", True)
     assert loaded is not None
     assert loaded == made and hash(loaded) == hash(made) and repr(loaded) == repr(made)
     assert vars(loaded) == vars(made) and loaded.ref == made.ref
