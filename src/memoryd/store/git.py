@@ -6,8 +6,11 @@ module runs git.
 
 The store is a git work tree, or a folder inside a larger repository. Everything here is scoped
 to the store folder: memoryd stages and commits only paths inside it, and a commit never carries
-changes staged elsewhere in the repository (`git commit --only` builds the commit from HEAD plus
-the named paths, leaving the rest of the index as it was).
+changes staged elsewhere in the repository. When nothing but the paths memoryd names is staged
+(the usual case), the commit is the index's tree, made with git's plumbing
+(`_gitsession.Session.commit_index`: `write-tree`, `commit-tree`, `update-ref`); when something
+else is staged, `git commit --only` builds the commit from HEAD plus the named paths, leaving
+the rest of the index as it was.
 
 Invariants:
 - git is run as a command, one process per command (`_gitprocess.run_git`), never as a
