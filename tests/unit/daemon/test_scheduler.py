@@ -17,6 +17,7 @@ from structlog.testing import capture_logs
 from tests.fakes.configs import ops_config
 
 from memoryd.cli.commands import cmd_run
+from memoryd.daemon import scheduler
 from memoryd.daemon.notify import Notifier
 from memoryd.daemon.schedule import (
     CATCHUP_REWRITE_JOB,
@@ -308,3 +309,24 @@ def test_a_heartbeat_that_left_work_for_its_share_is_followed_at_once(root: Path
     stopping._stopping.set()
     stopping._continue_if_more(HeartbeatReport("r3", more_waiting=True, commit="c3"))
     assert stopping.scheduler.get_job(CONTINUE_HEARTBEAT_JOB) is None  # stopping: no more
+
+
+def test_the_daemon_runs_its_jobs_in_a_long_lived_environment(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`memoryd run` tells its jobs that the process goes on (`Environment.long_lived`): its
+    heartbeats keep their catalogue for the next one (`memoryd.store.catalog_snapshot`)."""
+    config = load_settings(root / "memoryd.toml")
+    made: list[Environment] = []
+
+    class Recorded:
+        def __init__(self, _config: object, env: Environment, _notifier: object) -> None:
+            made.append(env)
+
+        def run(self) -> int:
+            return 0
+
+    monkeypatch.setattr(scheduler, "Daemon", Recorded)
+    assert cmd_run(argparse.Namespace(), config, {}, io.StringIO()) == 0
+    assert [env.long_lived for env in made] == [True]
+    assert not Environment.live({}).long_lived  # a one-shot command's
