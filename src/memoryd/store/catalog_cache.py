@@ -35,7 +35,13 @@ from memoryd.store import CATALOG_CACHE_FILE
 from memoryd.store.atomic import atomic_write_text
 from memoryd.store.catalog import EntityCatalog, LabelForms, label_forms
 from memoryd.store.catalog_snapshot import load_snapshot, loaded_completely
-from memoryd.store.catalog_snapshot_files import entity_document, entity_from_document, probe
+from memoryd.store.catalog_snapshot_files import (
+    FileKey,
+    entity_document,
+    entity_from_document,
+    probe,
+    stat_key,
+)
 from memoryd.store.entities import METADATA_FILE, Entity
 from memoryd.store.transaction import FileTransaction
 from memoryd.store.vocabulary import EntityKind
@@ -47,18 +53,6 @@ CACHE_VERSION = 2
 # whose normalizing or look-alike folding differs computes other forms, and the whole cache is
 # then read again.
 CACHE_FILE = CATALOG_CACHE_FILE  # its name in the state directory
-_Key = list[int]
-
-
-def stat_key(path: str | Path) -> _Key | None:
-    """The key of a regular file at `path` (no link followed at its last component), or None."""
-    try:
-        info = os.lstat(path)
-    except OSError:
-        return None
-    if not stat.S_ISREG(info.st_mode):
-        return None
-    return [info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns]
 
 
 def load_catalog(
@@ -118,7 +112,7 @@ def load_catalog(
     return catalog
 
 
-def _folder_key(root: str, folder: str) -> _Key | None:
+def _folder_key(root: str, folder: str) -> FileKey | None:
     # Plain strings, not Path objects: this runs once per entity of the store.
     where = f"{root}/{folder}"
     try:

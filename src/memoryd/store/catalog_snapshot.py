@@ -69,6 +69,7 @@ from memoryd.store.catalog_snapshot_files import (
     BASE_FILE,
     DELTA_FILE,
     OLD_BASE_FILE,
+    FileKey,
     base_document,
     catalog_from_base,
     entity_document,
@@ -76,6 +77,7 @@ from memoryd.store.catalog_snapshot_files import (
     header,
     read_base,
     read_delta,
+    stat_key,
     write_base,
     write_delta,
 )
@@ -317,7 +319,7 @@ def save_snapshot(
             )
         origin.delta = delta
         if keep:
-            _keep(catalog, commit, origin, (_file_key(base_file), _file_key(delta_file)))
+            _keep(catalog, commit, origin, (stat_key(base_file), stat_key(delta_file)))
     except (OSError, ValueError) as error:  # ValueError: a trie too deep for marshal
         log.warning("store.catalog_cache_unwritable", path=str(base_file), error=str(error))
 
@@ -334,10 +336,9 @@ class _Kept:
     commit: str
     base: str
     delta: dict[str, list[Any]]
-    files: tuple[_FileKey | None, _FileKey | None] = (None, None)
+    files: tuple[FileKey | None, FileKey | None] = (None, None)
 
 
-_FileKey = tuple[int, int, int, int]
 # The catalogue each store's last save left, for the next load in this process (the daemon's
 # next heartbeat): it is the catalogue those files hold, so the load takes it instead of
 # reading them, as long as they are still the files that save wrote (no other process wrote
@@ -350,7 +351,7 @@ def _keep(
     catalog: EntityCatalog,
     commit: str,
     origin: _Origin,
-    files: tuple[_FileKey | None, _FileKey | None],
+    files: tuple[FileKey | None, FileKey | None],
 ) -> None:
     root = catalog._tx.root
     _kept.pop(root, None)
@@ -366,15 +367,7 @@ def _take_kept(tx: FileTransaction, base_file: Path, delta_file: Path) -> _Kept 
     snapshot files are still the ones that save wrote. Taken, not looked at: the heartbeat
     that takes it changes it, and a later load reads the files unless a save keeps it again."""
     kept = _kept.pop(tx.root, None)
-    if kept is None or kept.files != (_file_key(base_file), _file_key(delta_file)):
+    if kept is None or kept.files != (stat_key(base_file), stat_key(delta_file)):
         return None
     kept.catalog._tx, kept.catalog._changed = tx, set()
     return kept
-
-
-def _file_key(path: Path) -> _FileKey | None:
-    try:
-        info = os.stat(path)
-    except OSError:
-        return None
-    return (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)

@@ -15,7 +15,8 @@ the catalogue's cache:
 
 Both carry a header: this code's version, the store's root, and the forms of a probe label
 (a memoryd whose normalizing or look-alike folding differs computes other forms, and the files
-are not used). `memoryd.store.catalog_cache` keeps entities in the same document form.
+are not used). `memoryd.store.catalog_cache` keeps entities in the same document form, and
+both tell a file unchanged by its `stat_key`.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from __future__ import annotations
 import hashlib
 import json
 import marshal
+import os
+import stat
 import sys
 from datetime import date
 from pathlib import Path
@@ -49,6 +52,23 @@ _DIGEST_SIZE = 32
 _PROBE = Entity(
     name="Zo\u00eb \u013f'Acme-42 \u216b", kind="person", slug="probe", aliases=("\uff21cme",)
 )
+
+
+# A file's inode, size, and modification and change times in nanoseconds: any change to the
+# file gives another key (an atomic write, a new inode), bar git's "racy" case (an edit in
+# place of the same size within one timestamp tick).
+FileKey = list[int]
+
+
+def stat_key(path: str | Path) -> FileKey | None:
+    """The key of a regular file at `path` (no link followed at its last component), or None."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None
+    if not stat.S_ISREG(info.st_mode):
+        return None
+    return [info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns]
 
 
 def probe() -> list[list[Any]]:
