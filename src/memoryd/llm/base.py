@@ -32,8 +32,9 @@ from memoryd.errors import EXIT_CONFIG, MemorydError, TransientError
 from memoryd.llm.prices import Usage
 
 # The Messages API's rules for tool names and for the custom ids of batch requests.
-_TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-_CUSTOM_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+# Matched whole (`fullmatch`): with `^...$` and `match`, "$" also matches before a final "\n".
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_CUSTOM_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 BatchStatus = Literal["in_progress", "canceling", "ended"]
 
@@ -52,7 +53,7 @@ class ToolSpec:
 
     def __post_init__(self) -> None:
         # A bad name is a programming error, caught here rather than as an API 400 at 3 a.m.
-        if not _TOOL_NAME.match(self.name):
+        if not _TOOL_NAME.fullmatch(self.name):
             raise ValueError(f"tool name {self.name!r} must match {_TOOL_NAME.pattern}")
         if self.input_schema.get("type") != "object":
             raise ValueError(f"tool {self.name!r}: input_schema must have type 'object'")
@@ -298,7 +299,7 @@ def validate_custom_ids(custom_ids: Sequence[str]) -> None:
         raise InvalidBatchError("a batch needs at least one request")
     seen: set[str] = set()
     for custom_id in custom_ids:
-        if not _CUSTOM_ID.match(custom_id):
+        if not _CUSTOM_ID.fullmatch(custom_id):
             raise InvalidBatchError(
                 f"custom_id {custom_id!r} must be 1-64 characters of A-Z, a-z, 0-9, '_' or '-'"
             )

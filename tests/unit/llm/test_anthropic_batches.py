@@ -6,7 +6,7 @@ import re
 from collections.abc import Callable, Iterator
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from tests.fakes.fake_anthropic import Error, FakeAnthropicServer, FakeUsage, Text, ToolUse
 
@@ -148,6 +148,7 @@ def shared_server_client() -> Iterator[AnthropicClient]:
 
 
 @given(st.text().filter(lambda text: not VALID_ID.fullmatch(text)))
+@example("0\n")  # a "$" would match before the newline
 def test_any_id_outside_the_rule_is_refused_without_sending(
     unreachable_client: AnthropicClient, custom_id: str
 ) -> None:

@@ -45,7 +45,9 @@ def test_errors_keep_what_the_api_said() -> None:
     assert error.error_code is None
 
 
-@pytest.mark.parametrize("name", ["", "has space", "x" * 65, "dots.not.allowed", "ü"])
+@pytest.mark.parametrize(
+    "name", ["", "has space", "x" * 65, "dots.not.allowed", "ü", "record_memories\n"]
+)
 def test_tool_names_outside_the_api_rule_are_refused(name: str) -> None:
     with pytest.raises(ValueError, match="tool name"):
         ToolSpec(name, "d", OBJECT_SCHEMA)
