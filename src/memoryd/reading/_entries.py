@@ -23,7 +23,8 @@ from memoryd.store.notes import NOTES_DIR
 
 log = get_logger(__name__)
 
-NOTE_NAME = re.compile(r"^(\d{4}-\d{2}-\d{2})\.md$")
+# Ends at "\Z": "$" also matches before a final newline ("acme\n").
+NOTE_NAME = re.compile(r"^(\d{4}-\d{2}-\d{2})\.md\Z")
 _ID_LINE = re.compile(r'^\s*"id":\s*"([^"]+)"')
 
 

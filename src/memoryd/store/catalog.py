@@ -47,7 +47,8 @@ from memoryd.store.vocabulary import KINDS, EntityKind
 
 log = structlog.get_logger(__name__)
 
-_SLUG_SHAPE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+# Ends at "\Z": "$" also matches before a final newline ("acme\n").
+_SLUG_SHAPE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*\Z")
 # Bucket folders nested inside the `areas` bucket are not area entities.
 _NESTED_BUCKETS = frozenset(
     layout.bucket.split("/", 1)[1] for layout in LAYOUTS.values() if "/" in layout.bucket

@@ -24,7 +24,8 @@ from memoryd.errors import CorruptFileError
 
 FactStatus = Literal["active", "superseded", "retracted"]  # retracted: `memoryd forget`
 
-_ID = re.compile(r"^(?P<slug>[a-z0-9]+(?:-[a-z0-9]+)*)-(?P<number>[0-9]{3,})$")
+# Ends at "\Z": "$" also matches before a final newline ("acme\n").
+_ID = re.compile(r"^(?P<slug>[a-z0-9]+(?:-[a-z0-9]+)*)-(?P<number>[0-9]{3,})\Z")
 _KEY_ORDER: Final = (
     "id",
     "fact",

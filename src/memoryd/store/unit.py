@@ -73,7 +73,7 @@ __all__ = [
 # told apart from one killed before it.
 RUN_TRAILER = "Memoryd-Run"
 
-_TRAILER_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*$")
+_TRAILER_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*\Z")
 # A staged file at least this long, rewritten from HEAD's content, has only its changed lines
 # (with this many lines around each) scanned for secrets before the commit (`_to_scan`).
 _WINDOWED_SCAN_CHARS = 64 * 1024

@@ -87,6 +87,16 @@ def test_a_hand_made_folder_blocks_its_slug_and_is_read_as_an_entity(
     assert catalog.by_ref("areas/odd folder") is None
 
 
+def test_a_folder_whose_name_ends_in_a_newline_is_no_entity(
+    tx: DirTransaction, store_root: Path
+) -> None:
+    (store_root / "life/projects/garden\n").mkdir(parents=True)
+    (store_root / "life/projects/garden\n/summary.md").write_text("# The Garden\n")
+    catalog = EntityCatalog.load(tx)
+    assert catalog.by_ref("projects/garden\n") is None
+    assert catalog.by_ref("projects/garden") is None
+
+
 def test_slug_disambiguation_stays_within_the_length_bound(catalog: EntityCatalog) -> None:
     name = "N" * 64
     first = catalog.create(name, "project", today=TODAY)

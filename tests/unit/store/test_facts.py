@@ -421,3 +421,8 @@ def test_fact_invariants_hold_under_any_sequence_of_operations(
             if fact.superseded_by is not None:
                 assert fact.superseded_by in current
                 assert fact.superseded_by != fact.id
+
+
+def test_an_id_ending_in_a_newline_is_not_a_fact_id() -> None:
+    assert split_fact_id("acme-001\n") is None
+    assert split_fact_id("acme-001") == ("acme", 1)
