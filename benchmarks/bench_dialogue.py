@@ -26,7 +26,7 @@ from tests.fakes.fake_anthropic import FakeAnthropicServer, RecordedRequest, Too
 from tests.integration.harness import Workspace, turn
 
 from benchmarks._report import write_section
-from memoryd._settings_model import LLMSettings
+from memoryd.settings._model import LLMSettings
 
 DATA = Path(tempfile.gettempdir()) / "memoryd-bench" / "dialogue"
 ROOT = Path(__file__).resolve().parent.parent

@@ -126,7 +126,7 @@ def folder_mb(path: Path) -> float:
 
 
 def supports_concurrency() -> bool:
-    from memoryd._settings_model import LLMSettings
+    from memoryd.settings._model import LLMSettings
 
     return "concurrency" in LLMSettings.model_fields
 
@@ -805,7 +805,7 @@ What the rows say:
   that (0.99x and 1.01x in the two earlier runs of this column); one idle run on the idle
   benchmark's store in a busier minute gave 0.38 s.
   Since `kept`: the daemon's heartbeat keeps the catalogue it saved in memory for its next
-  heartbeat (`memoryd/store/catalog_snapshot.py`; `Environment.long_lived`, set by `memoryd
+  heartbeat (`memoryd/store/catalog/_snapshot.py`; `Environment.long_lived`, set by `memoryd
   run` and by this benchmark's in-daemon rows), which takes it instead of loading the snapshot
   files, while they are still the files it wrote: its load went from 0.020-0.028 s to under
   0.001 s on the big store. And every client of a process shares one TLS context: loading the

@@ -33,16 +33,16 @@ from pathlib import Path
 from typing import TypeVar
 
 from benchmarks._report import write_section
+from memoryd.gitrepo._repository import GitIdentity, GitStore, find_work_tree
 from memoryd.rewrite.select import Selection, select, tracking_digest
-from memoryd.rewrite.tiers import TierRule
 from memoryd.state.facade import State
 from memoryd.state.rewrites import EntityRewrite
 from memoryd.store.catalog import EntityCatalog
 from memoryd.store.entities import Entity, render_metadata
-from memoryd.store.git import GitIdentity, GitStore, find_work_tree
 from memoryd.store.items import Fact, FactSource, render_items
 from memoryd.store.layout import init_store
-from memoryd.store.unit import UnitOfWork
+from memoryd.store.tiers import TierRule
+from memoryd.worktree import UnitOfWork
 
 DATA = Path(tempfile.gettempdir()) / "memoryd-bench" / "rewrite"
 ENTITIES = 5000

@@ -5,7 +5,7 @@ entity catalogue's snapshot creates many containers in one go, almost none of th
 heartbeat the SDK is imported when its first call is made, after the catalogue is in memory, so
 every collection during the import also walks the catalogue: its cost grew with the store.
 
-The snapshot (`memoryd.store.catalog_snapshot`) is some hundred thousand containers (entities,
+The snapshot (`memoryd.store.catalog._snapshot`) is some hundred thousand containers (entities,
 label sets, the mention trie's nodes). Each young-generation threshold crossed while such a block
 runs starts a collection that walks the containers made so far, and the growth of the old
 generation soon forces a full one: on a store of 5,000 entities the collector's passes cost as

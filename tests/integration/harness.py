@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from memoryd.extractors.extract import Extractor, MarkersExtractor
-from memoryd.extractors.heartbeat import HeartbeatReport
 from memoryd.extractors.llm_extractor import LLMExtractor
+from memoryd.heartbeat import HeartbeatReport
 from memoryd.jobs.environment import Environment, open_state
 from memoryd.jobs.heartbeat import build_heartbeat
 from memoryd.jobs.parts import make_scrubber

@@ -1,6 +1,6 @@
 """The entity catalogue across heartbeats: taken whole from its snapshot while only memoryd's
 heartbeats committed, and only the folders a person edited read again after that
-(`memoryd.store.catalog_snapshot`)."""
+(`memoryd.store.catalog._snapshot`)."""
 
 from __future__ import annotations
 

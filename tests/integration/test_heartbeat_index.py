@@ -15,7 +15,7 @@ from memoryd.jobs.reading import search_index_folder, search_store
 from memoryd.reading.search import SearchIndex
 from memoryd.store.catalog import EntityCatalog
 from memoryd.store.index import INDEX_PATH, render_index
-from memoryd.store.paths import StorePaths
+from memoryd.worktree import StorePaths
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ import pytest
 from tests.integration.harness import Workspace, turn
 from tests.unit.rewrite.support import Planted, plant
 
-from memoryd.extractors.heartbeat import HeartbeatReport
+from memoryd.heartbeat import HeartbeatReport
 from memoryd.jobs.environment import open_state
 from memoryd.jobs.heartbeat import build_heartbeat
 from memoryd.jobs.reading import agent_context, entity_view, refresh_search_index, search_store
@@ -26,8 +26,8 @@ from memoryd.reading.accesses import (
 )
 from memoryd.reading.remember import queue_memory
 from memoryd.reading.search import SearchIndex
-from memoryd.rewrite.tiers import TierRule
 from memoryd.settings import Settings
+from memoryd.store.tiers import TierRule
 
 JANE = "life/areas/people/jane-doe"
 

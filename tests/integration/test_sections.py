@@ -14,7 +14,7 @@ from tests.integration.harness import Workspace, turn
 from tests.integration.test_heartbeat import user_text
 
 from memoryd.budget import PROMPT_TOKENS_ALLOWANCE
-from memoryd.extractors.heartbeat import HeartbeatReport
+from memoryd.heartbeat import HeartbeatReport
 from memoryd.jobs.environment import open_state
 from memoryd.jobs.heartbeat import build_heartbeat, dry_run_heartbeat
 from memoryd.jobs.reconcile import reconcile_state

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from memoryd.gitrepo import GitIdentity, GitStore
 from memoryd.redaction import secret_kinds
-from memoryd.store.git import GitIdentity, GitStore
 from memoryd.store.layout import init_store, open_store
 from memoryd.store.tacit import add_tacit
-from memoryd.store.unit import UnitOfWork, undo_own_writes
+from memoryd.worktree import UnitOfWork, undo_own_writes
 
 START = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 FAKE_GITHUB_TOKEN = "ghp_" + "aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dF3hJ5"

@@ -33,7 +33,7 @@ from tests.integration.harness import TEST_KEY, Workspace, turn
 
 from memoryd.daemon.status import collect_status, render_status
 from memoryd.errors import EXIT_CONFIG, EXIT_FAILED, EXIT_OK
-from memoryd.extractors.heartbeat import HeartbeatReport
+from memoryd.heartbeat import HeartbeatReport
 from memoryd.jobs.environment import open_state
 from memoryd.settings import Settings
 

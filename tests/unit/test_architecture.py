@@ -17,48 +17,51 @@ BASE = {
     "errors",
     "logs",
     "redaction",
-    "_secret_rules",
-    "_credential_rules",
     "charsafe",
     "collector",
     "settings",
-    "_settings_model",
 }
-FOUNDATION = {"sources", "store", "state", "llm", "prompts"}
-JOBS = {"extractors", "rewrite"}
+FOUNDATION = {"sources", "gitrepo", "worktree", "store", "state", "llm", "prompts"}
+JOBS = {"extractors", "heartbeat", "rewrite"}
 
 # Who may import whom, by top-level module or subpackage of memoryd (docs/architecture.md).
 ALLOWED: dict[str, set[str]] = {
     "memoryd": set(),
     "__main__": {"cli"},
     "errors": set(),
-    "_secret_rules": set(),
-    "_credential_rules": {"_secret_rules"},
     "charsafe": set(),
     "collector": set(),
-    "redaction": {"_secret_rules", "_credential_rules", "errors"},
+    "redaction": {"errors"},
     "logs": {"memoryd", "redaction", "errors"},
-    "_settings_model": {"llm", "errors"},
-    "settings": {"_settings_model", "errors"},
+    "settings": {"llm", "errors"},
     "llm": {"errors", "logs"},
     "prompts": {"errors"},
-    "store": {"errors", "logs", "charsafe", "collector"},
+    "gitrepo": {"errors", "logs"},
+    "worktree": {"gitrepo", "errors", "logs", "charsafe"},
+    "store": {"gitrepo", "worktree", "errors", "logs", "charsafe", "collector"},
+    "sync": {"gitrepo", "worktree", "store", "errors", "logs"},
     "state": {"llm", "errors", "logs"},
     "sources": {"settings", "redaction", "errors", "logs", "charsafe"},
     "budget": {"state", "llm", "errors", "logs"},
     "extractors": BASE | FOUNDATION | {"budget"},
+    "heartbeat": BASE | FOUNDATION | {"budget", "extractors"},
     "rewrite": BASE | FOUNDATION | {"budget"},
-    "reading": BASE | FOUNDATION | {"rewrite"},
-    "jobs": BASE | FOUNDATION | JOBS | {"budget", "reading"},
-    "daemon": BASE | FOUNDATION | JOBS | {"budget", "jobs", "reading"},
-    "cli": BASE | FOUNDATION | JOBS | {"budget", "jobs", "daemon", "reading"},
+    "reading": BASE | FOUNDATION,
+    "jobs": BASE | FOUNDATION | JOBS | {"budget", "reading", "sync"},
+    "daemon": BASE | FOUNDATION | JOBS | {"budget", "jobs", "reading", "sync"},
+    "cli": BASE | FOUNDATION | JOBS | {"budget", "jobs", "daemon", "reading", "sync"},
 }
 
 
 def _unit(module: str) -> str:
-    """`memoryd.store.git` -> `store`; `memoryd.budget` -> `budget`; `memoryd` -> `memoryd`."""
+    """`memoryd.store.catalog` -> `store`; `memoryd.budget` -> `budget`; `memoryd` -> `memoryd`."""
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else "memoryd"
+
+
+def _is_unit(name: str) -> bool:
+    """Whether `memoryd.<name>` is a module or subpackage (not a name of memoryd/__init__.py)."""
+    return (PACKAGE / name).is_dir() or (PACKAGE / f"{name}.py").is_file()
 
 
 def _module(path: Path) -> str:
@@ -76,7 +79,13 @@ def _imports() -> list[tuple[str, str, str]]:
         source = _unit(_module(path))
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             names: list[str] = []
-            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if isinstance(node, ast.ImportFrom) and node.module == "memoryd":
+                # `from memoryd import sync` names a package; `from memoryd import X` a name
+                names = [
+                    f"memoryd.{alias.name}" if _is_unit(alias.name) else "memoryd"
+                    for alias in node.names
+                ]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
                 names = [node.module]
             elif isinstance(node, ast.Import):
                 names = [alias.name for alias in node.names]
@@ -127,7 +136,7 @@ def test_only_the_adapter_imports_the_sdk_and_nothing_imports_gitpython() -> Non
             sdk += [relative for n in names if n.split(".")[0] == "anthropic"]
             git += [relative for n in names if n.split(".")[0] == "git"]
     assert sorted(set(sdk)) == ["llm/anthropic_client.py"]
-    assert git == []  # git runs as a command, from `store/_gitprocess.py` (issue 15)
+    assert git == []  # git runs as a command, from `gitrepo/_process.py` (issue 15)
 
 
 def test_only_the_git_module_runs_git() -> None:
@@ -142,7 +151,7 @@ def test_only_the_git_module_runs_git() -> None:
                 and node.elts[0].value == "git"
             ):
                 runners.append(str(path.relative_to(PACKAGE)))
-    assert sorted(set(runners)) == ["store/_gitprocess.py"]
+    assert sorted(set(runners)) == ["gitrepo/_process.py"]
 
 
 @pytest.mark.parametrize(
@@ -187,3 +196,50 @@ def test_status_imports_neither_the_sdk_nor_git(tmp_path: Path) -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
     )
     assert result.stdout.strip().splitlines()[-1] == "code 0 []"
+
+
+# Packages offered to the rest of memoryd only through their __init__ (docs/architecture.md).
+FACED = ("memoryd.gitrepo", "memoryd.worktree", "memoryd.sync", "memoryd.store.catalog")
+
+
+def _from_imports() -> list[tuple[str, str, list[str]]]:
+    """(importing module, imported module, names) for every absolute `from memoryd... import`."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        importer = _module(path)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.ImportFrom)
+                and node.level == 0
+                and (node.module == "memoryd" or (node.module or "").startswith("memoryd."))
+            ):
+                found.append((importer, node.module or "", [alias.name for alias in node.names]))
+    return found
+
+
+def _inside(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def test_a_package_with_a_face_is_imported_only_through_it() -> None:
+    reached = [
+        f"{importer} imports {module}"
+        for importer, module, _ in _from_imports()
+        for package in FACED
+        if _inside(module, package) and module != package and not _inside(importer, package)
+    ]
+    assert reached == []
+
+
+def test_no_private_name_is_imported_from_another_package() -> None:
+    # A private name (`_Progress`) or private module (`_tree`) stays in the package that has it.
+    private = [
+        f"{importer} imports {name} from {module}"
+        for importer, module, names in _from_imports()
+        for name in names
+        if name.startswith("_")
+        and name != "__version__"
+        and importer.rpartition(".")[0] != module
+        and not _inside(importer, module.rpartition(".")[0] or module)
+    ]
+    assert private == []

@@ -24,7 +24,7 @@ from memoryd.redaction import redact
 from memoryd.sources.clean import clean_text
 from memoryd.sources.model import Conversation, Provenance, Turn
 from memoryd.store.catalog import EntityCatalog
-from memoryd.store.unit import UnitOfWork
+from memoryd.worktree import UnitOfWork
 
 ESC = "\x1b"
 RLO = "\u202e"

@@ -7,7 +7,7 @@ import json
 import subprocess
 import sys
 
-from memoryd._secret_rules import LazyPattern
+from memoryd.redaction._secret_rules import LazyPattern
 
 PROBE = """
 import json

@@ -247,7 +247,7 @@ def _state_against_store(
     from memoryd.jobs.parts import git_store  # noqa: PLC0415
     from memoryd.store.hosts import read_host_record  # noqa: PLC0415
     from memoryd.store.layout import read_format, store_identity  # noqa: PLC0415
-    from memoryd.store.unit import UnitOfWork  # noqa: PLC0415
+    from memoryd.worktree import UnitOfWork  # noqa: PLC0415
 
     settings = config.settings
     if not settings.store.path.is_dir() or read_format(settings.store.path) is None:

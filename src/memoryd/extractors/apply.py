@@ -27,14 +27,13 @@ from memoryd.extractors.contract import EntityIn, FactIn, RecordMemories, Timeli
 from memoryd.extractors.counters import ApplyCounters as ApplyCounters  # noqa: PLC0414 - re-exported
 from memoryd.extractors.gate import Outcome, Tip, file_tip, support
 from memoryd.logs import get_logger
-from memoryd.store.catalog import EntityCatalog
-from memoryd.store.catalog_cache import load_catalog
+from memoryd.store.catalog import EntityCatalog, load_catalog
 from memoryd.store.entities import Entity, normalize_name
 from memoryd.store.facts import FactBook, FactDraft
 from memoryd.store.items import FactSource
 from memoryd.store.notes import PendingNote, TimelineEntry, add_pending_facts, add_timeline
 from memoryd.store.text import words
-from memoryd.store.transaction import FileTransaction
+from memoryd.worktree import FileTransaction
 
 log = get_logger(__name__)
 
@@ -95,7 +94,7 @@ class StoreSession:
         catalog_changes: Callable[[str], Sequence[str] | None] | None = None,
     ) -> StoreSession:
         """`host_code`: this host's fact-id code in a store shared by several hosts;
-        `catalog_cache`: where the entity catalogue is cached (`memoryd.store.catalog_cache`);
+        `catalog_cache`: where the entity catalogue is cached (`memoryd.store.catalog._cache`);
         `catalog_head`: the commit the entity folders are known to be exactly (its snapshot);
         `catalog_changes`: the store paths changed since a commit (`GitStore.changed_since`)."""
         if catalog_cache is None:

@@ -21,7 +21,7 @@ from memoryd.store.hosts import (
     read_host_record,
     write_host_record,
 )
-from memoryd.store.transaction import FileTransaction
+from memoryd.worktree import FileTransaction
 
 
 def cursors_to_commit(

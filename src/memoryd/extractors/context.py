@@ -15,7 +15,7 @@ from memoryd.store.catalog import EntityCatalog
 from memoryd.store.entities import Entity
 from memoryd.store.facts import FactBook
 from memoryd.store.items import Fact
-from memoryd.store.transaction import FileTransaction
+from memoryd.worktree import FileTransaction
 
 SKILLS_INDEX_LIMIT = 4000  # characters of the skills index shown to the model
 MAX_ENTITIES = 25

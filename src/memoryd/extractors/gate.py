@@ -39,7 +39,7 @@ from memoryd.store.review import ItemKind, ReviewItem, hold, read_item, review_i
 from memoryd.store.skills import add_routine_skill, add_skill
 from memoryd.store.tacit import add_tacit, clean_statement
 from memoryd.store.text import words
-from memoryd.store.transaction import FileTransaction
+from memoryd.worktree import FileTransaction
 
 log = get_logger(__name__)
 

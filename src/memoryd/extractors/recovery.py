@@ -21,10 +21,10 @@ from datetime import datetime
 from typing import Any
 
 from memoryd.extractors.intake import AHEAD_KEY
+from memoryd.gitrepo import GitStore
 from memoryd.logs import get_logger
 from memoryd.state.facade import State
-from memoryd.store.git import GitStore
-from memoryd.store.unit import RUN_TRAILER, undo_own_writes
+from memoryd.worktree import RUN_TRAILER, undo_own_writes
 
 log = get_logger(__name__)
 

@@ -1,8 +1,8 @@
 """Summaries after a merge by meaning: the facts of both hosts visible at once.
 
 A heartbeat renders the template summary of each entity whose facts it changed
-(`memoryd.rewrite.refresh`). When two hosts file facts about one entity at the same time, both
-render its `summary.md`, and the merge by meaning keeps the remote's (`memoryd.store.merge`):
+(`memoryd.store.refresh`). When two hosts file facts about one entity at the same time, both
+render its `summary.md`, and the merge by meaning keeps the remote's (`memoryd.sync._merge`):
 the facts this host filed would be missing from it until a later heartbeat touched the entity or
 the weekly rewrite ran. So after a pull moved the branch, the summaries of the entities whose
 `items.json` the move changed are refreshed by the heartbeat's own rule (only those out of
@@ -15,18 +15,18 @@ from __future__ import annotations
 
 from pathlib import PurePosixPath
 
+from memoryd import gitrepo
 from memoryd.errors import StoreError
+from memoryd.gitrepo import GitStore
 from memoryd.jobs.parts import make_scanner
 from memoryd.logs import get_logger
-from memoryd.rewrite.refresh import refresh_summaries
-from memoryd.rewrite.tiers import TierRule
 from memoryd.settings import Settings
-from memoryd.store import gittree
 from memoryd.store.catalog import EntityCatalog
 from memoryd.store.entities import ITEMS_FILE, LIFE
-from memoryd.store.git import GitStore
-from memoryd.store.merge_tree import SYNC_TRAILER
-from memoryd.store.unit import UnitOfWork
+from memoryd.store.refresh import refresh_summaries
+from memoryd.store.tiers import TierRule
+from memoryd.sync import SYNC_TRAILER
+from memoryd.worktree import UnitOfWork
 
 log = get_logger(__name__)
 
@@ -48,7 +48,7 @@ def _refresh(settings: Settings, git: GitStore, before: str | None) -> str | Non
     if before is None or head is None or head == before or now is None:
         return None
     _work_tree, _git_dir, prefix = git.locations()
-    old, new = gittree.read_tree(git, before), gittree.read_tree(git, head)
+    old, new = gitrepo.read_tree(git, before), gitrepo.read_tree(git, head)
     changed = []
     for path, entry in new.items():
         relative = path[len(prefix) + 1 :] if prefix else path

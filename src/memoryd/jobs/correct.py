@@ -27,14 +27,14 @@ from memoryd.jobs.parts import make_scanner
 from memoryd.jobs.reading import refresh_search_after_commit, today_for
 from memoryd.jobs.writing import host_code, prepare_to_write
 from memoryd.logs import get_logger
-from memoryd.rewrite.refresh import refresh_summaries
-from memoryd.rewrite.tiers import TierRule
 from memoryd.settings import LoadedConfig, state_directory
 from memoryd.store.catalog import EntityCatalog
 from memoryd.store.facts import FactBook, FactDraft, FactFile
 from memoryd.store.index import write_index
 from memoryd.store.items import Fact, FactSource
-from memoryd.store.unit import RUN_TRAILER, UnitOfWork
+from memoryd.store.refresh import refresh_summaries
+from memoryd.store.tiers import TierRule
+from memoryd.worktree import RUN_TRAILER, UnitOfWork
 
 log = get_logger(__name__)
 

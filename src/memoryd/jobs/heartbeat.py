@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from memoryd.collector import frozen_while
 from memoryd.extractors.extract import Extractor, MarkersExtractor, WatchedExtractor
-from memoryd.extractors.heartbeat import Heartbeat, HeartbeatOptions, HeartbeatReport
+from memoryd.heartbeat import Heartbeat, HeartbeatOptions, HeartbeatReport
 from memoryd.jobs import hooks
 from memoryd.jobs.environment import Environment, host_name, open_state
 from memoryd.jobs.parts import (
@@ -38,7 +38,7 @@ from memoryd.store import CATALOG_CACHE_FILE
 
 if TYPE_CHECKING:
     from memoryd.store.catalog import EntityCatalog
-    from memoryd.store.transaction import FileTransaction
+    from memoryd.worktree import FileTransaction
 
 # Summaries and the search index are refreshed only after a heartbeat that filed something: their
 # modules are imported there, so that an idle heartbeat does not pay for them (issue 15). The
@@ -98,8 +98,8 @@ def build_heartbeat(
     def refresh(
         tx: FileTransaction, catalog: EntityCatalog, items_paths: Sequence[str], today: date
     ) -> list[str]:
-        from memoryd.rewrite.refresh import refresh_summaries  # noqa: PLC0415 - see the top
-        from memoryd.rewrite.tiers import TierRule  # noqa: PLC0415
+        from memoryd.store.refresh import refresh_summaries  # noqa: PLC0415 - see the top
+        from memoryd.store.tiers import TierRule  # noqa: PLC0415
 
         rule = TierRule.from_settings(settings.decay)
         return refresh_summaries(tx, catalog, items_paths, today=today, rule=rule)

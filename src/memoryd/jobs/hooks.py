@@ -2,10 +2,10 @@
 
 Before writing, whatever a killed memoryd left in the repository is settled and a repository
 memoryd must not write to (a detached HEAD, a person's rebase or merge in progress) is refused:
-`memoryd.store.sync.recover`, GitStateError (exit 78). After a pull that merged, the summaries
+`memoryd.sync._remote.recover`, GitStateError (exit 78). After a pull that merged, the summaries
 the merge left out of date are refreshed and committed (`memoryd.jobs.after_merge`). Nothing
 else here can fail the job. A
-remote that refuses or cannot be reached is logged by `memoryd.store.sync` and tried again by the
+remote that refuses or cannot be reached is logged by `memoryd.sync._remote` and tried again by the
 next job; a push that has failed `git.push_failure_limit` jobs in a row is logged as
 `git.push_failing` (an error) at every job and returned as the job's sync problem (`status`, the
 exit code and the daemon's STATUS line say so); an index command that fails or overruns
@@ -29,12 +29,12 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from memoryd import sync
+from memoryd.gitrepo import GitStore
 from memoryd.jobs.index_state import BACKOFF_FILE, read_json
 from memoryd.jobs.lock import after_unlock
 from memoryd.logs import get_logger
 from memoryd.settings import Settings
-from memoryd.store import sync
-from memoryd.store.git import GitStore
 
 log = get_logger(__name__)
 
@@ -57,7 +57,7 @@ def before_writing(settings: Settings, git: GitStore, *, pull: bool = True) -> N
 def pull_after_recovery(settings: Settings, git: GitStore) -> None:
     """With `git.push`, bring in memory pushed from elsewhere once memoryd's own half-done writes
     are finished or undone: uncommitted edits others left in files the remote changed are then
-    carried over instead of postponing the pull (`memoryd.store.sync.pull`)."""
+    carried over instead of postponing the pull (`memoryd.sync._remote.pull`)."""
     if settings.git.push:
         before = git.head()
         if sync.pull(git, settings.git.remote, carry_edits=True).outcome == "merged":

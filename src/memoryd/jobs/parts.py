@@ -19,12 +19,12 @@ from memoryd.collector import long_lived
 from memoryd.errors import ConfigError
 from memoryd.extractors.extract import Extractor, MarkersExtractor
 from memoryd.extractors.llm_extractor import LLMExtractor
+from memoryd.gitrepo import GitIdentity, GitStore
 from memoryd.jobs.environment import Clock, Environment
 from memoryd.llm.base import ToolRequest, ToolResult
 from memoryd.redaction import redact, secret_kinds
 from memoryd.settings import Settings, find_api_key, find_base_url
 from memoryd.sources.model import Conversation
-from memoryd.store.git import GitIdentity, GitStore
 from memoryd.store.layout import check_store, open_store
 
 if TYPE_CHECKING:

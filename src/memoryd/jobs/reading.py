@@ -23,10 +23,10 @@ from memoryd.reading.accesses import record_reads
 from memoryd.reading.context import DEFAULT_BUDGET, MAX_ENTITIES, Bundle, build_bundle
 from memoryd.reading.files import ReadOnlyStore
 from memoryd.reading.search import INDEX_FILE_NAME, Hit, SearchIndex
-from memoryd.rewrite.tiers import TierRule, describe
 from memoryd.settings import Settings, state_directory
 from memoryd.store.catalog import EntityCatalog
 from memoryd.store.items import parse_items
+from memoryd.store.tiers import TierRule, describe
 
 log = get_logger(__name__)
 

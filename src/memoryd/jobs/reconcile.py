@@ -28,13 +28,13 @@ from datetime import datetime
 
 from memoryd.extractors.intake import AHEAD_KEY
 from memoryd.extractors.recovery import GENERATION_KEY
+from memoryd.gitrepo import GitStore
 from memoryd.jobs.recovery import finish_interrupted_jobs
 from memoryd.logs import get_logger
 from memoryd.state.facade import State
-from memoryd.store.git import GitStore
 from memoryd.store.hosts import HostRecord, read_host_generation, read_host_record
 from memoryd.store.layout import store_identity
-from memoryd.store.unit import UnitOfWork
+from memoryd.worktree import UnitOfWork
 
 log = get_logger(__name__)
 

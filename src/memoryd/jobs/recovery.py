@@ -11,9 +11,9 @@ from __future__ import annotations
 from datetime import datetime
 
 from memoryd.extractors.recovery import finish_interrupted_heartbeat
+from memoryd.gitrepo import GitStore
 from memoryd.rewrite.recovery import finish_interrupted_rewrite
 from memoryd.state.facade import State
-from memoryd.store.git import GitStore
 
 
 def finish_interrupted_jobs(state: State, git: GitStore, at: datetime) -> None:

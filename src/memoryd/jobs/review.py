@@ -23,7 +23,7 @@ from memoryd.jobs.writing import prepare_to_write
 from memoryd.logs import get_logger
 from memoryd.settings import Settings
 from memoryd.store.review import ReviewItem, decide, list_items
-from memoryd.store.unit import UnitOfWork
+from memoryd.worktree import UnitOfWork
 
 log = get_logger(__name__)
 

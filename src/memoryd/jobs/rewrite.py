@@ -34,11 +34,11 @@ from memoryd.rewrite.engine import Rewrite, RewriteOptions
 from memoryd.rewrite.explain import explain_target
 from memoryd.rewrite.report import RewriteReport
 from memoryd.rewrite.select import Mode, select
-from memoryd.rewrite.tiers import TierRule
 from memoryd.settings import Settings, state_directory
 from memoryd.state.facade import State
 from memoryd.store.catalog import EntityCatalog
-from memoryd.store.unit import UnitOfWork
+from memoryd.store.tiers import TierRule
+from memoryd.worktree import UnitOfWork
 
 if TYPE_CHECKING:
     from memoryd.llm.anthropic_client import AnthropicClient

@@ -15,7 +15,7 @@ from memoryd.errors import GitError
 from memoryd.settings import Settings
 
 if TYPE_CHECKING:
-    from memoryd.store.git import GitStore
+    from memoryd.gitrepo import GitStore
 
 
 def sync_report(settings: Settings) -> dict[str, Any] | None:
@@ -24,8 +24,8 @@ def sync_report(settings: Settings) -> dict[str, Any] | None:
         return None
     # Imported here: git is only run when the store is shared, and `status` must start fast
     # otherwise (tests/unit/test_architecture.py).
-    from memoryd.store import sync  # noqa: PLC0415
-    from memoryd.store.git import GitIdentity, GitStore  # noqa: PLC0415
+    from memoryd import sync  # noqa: PLC0415
+    from memoryd.gitrepo import GitIdentity, GitStore  # noqa: PLC0415
 
     identity = GitIdentity(settings.git.author_name, settings.git.author_email)
     git = GitStore(settings.store.path, identity, None)

@@ -12,12 +12,12 @@ made on one host never gives an id another host gave. The caller holds the singl
 
 from __future__ import annotations
 
+from memoryd.gitrepo import GitStore
 from memoryd.jobs import hooks
 from memoryd.jobs.environment import Environment, host_name, open_state
 from memoryd.jobs.parts import git_store, prepare_store
 from memoryd.jobs.reconcile import reconcile_state
 from memoryd.settings import Settings
-from memoryd.store.git import GitStore
 from memoryd.store.items import host_id_code
 
 

@@ -35,14 +35,13 @@ from memoryd.errors import CorruptFileError
 from memoryd.llm.base import estimate_tokens
 from memoryd.logs import get_logger
 from memoryd.reading.files import ReadOnlyStore
-from memoryd.rewrite.select import SummaryInput, read_input
-from memoryd.rewrite.summary import render_template
-from memoryd.rewrite.tiers import TierRule
 from memoryd.store.catalog import EntityCatalog, entity_at
 from memoryd.store.entities import Entity
 from memoryd.store.notes import note_path
-from memoryd.store.paths import slugify
 from memoryd.store.skills import INDEX_FILE, ROUTINES_DIR, agent_folder
+from memoryd.store.summaries import SummaryInput, read_input, render_template
+from memoryd.store.tiers import TierRule
+from memoryd.worktree import slugify
 
 log = get_logger(__name__)
 

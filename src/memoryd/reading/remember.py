@@ -25,9 +25,9 @@ from typing import Final
 
 from memoryd.errors import MemorydError
 from memoryd.reading.accesses import open_for_append, queue_folder
-from memoryd.store.paths import slugify
 from memoryd.store.text import one_line, words
 from memoryd.store.vocabulary import KINDS
+from memoryd.worktree import slugify
 
 REMEMBERED_DIR: Final = "remembered"
 MAX_TEXT_CHARS: Final = 2000

@@ -41,10 +41,10 @@ from memoryd.errors import CorruptFileError
 from memoryd.logs import get_logger
 from memoryd.reading._entries import NOTE_NAME, Entry, parse_file, stamp, walk
 from memoryd.reading.files import ReadOnlyStore
-from memoryd.rewrite.tiers import Tier, TierRule, classify
 from memoryd.store.catalog import entity_at
 from memoryd.store.entities import ARCHIVES, ITEMS_FILE, LIFE, SUMMARY_FILE, Entity
 from memoryd.store.notes import NOTES_DIR
+from memoryd.store.tiers import Tier, TierRule, classify
 
 log = get_logger(__name__)
 

@@ -21,7 +21,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from memoryd.rewrite import summary
-from memoryd.rewrite.select import Candidate, SummaryInput
+from memoryd.rewrite.select import Candidate
+from memoryd.store.summaries import SummaryInput
 
 
 def asked_digest(summary_input: SummaryInput, *, model: str) -> str:

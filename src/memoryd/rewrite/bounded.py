@@ -16,7 +16,7 @@ from memoryd.logs import get_logger
 from memoryd.rewrite import consolidate
 from memoryd.rewrite.ledger import Ledger
 from memoryd.state.meta import Meta
-from memoryd.store.transaction import FileTransaction
+from memoryd.worktree import FileTransaction
 
 log = get_logger(__name__)
 

@@ -40,7 +40,7 @@ from memoryd.store.markdown import (
 )
 from memoryd.store.skills import GIST_LENGTH, INDEX_FILE, ROUTINES_DIR, topic_slug
 from memoryd.store.text import clip, one_line, words
-from memoryd.store.transaction import FileTransaction
+from memoryd.worktree import FileTransaction
 
 CONSOLIDATE_TOOL: Final = "consolidate_skills"
 MAX_LINES: Final = 50

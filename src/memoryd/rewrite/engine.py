@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
+from memoryd.gitrepo import GitStore
 from memoryd.llm.base import (
     BatchClient,
     LLMClient,
@@ -62,21 +63,15 @@ from memoryd.rewrite.recovery import (
     finalize_rewrite,
 )
 from memoryd.rewrite.report import RewriteReport
-from memoryd.rewrite.select import (
-    Candidate,
-    Mode,
-    SummaryInput,
-    read_input,
-    select,
-)
+from memoryd.rewrite.select import Candidate, Mode, select
 from memoryd.rewrite.staging import SummaryStage
-from memoryd.rewrite.tiers import TierRule
 from memoryd.state.facade import State
 from memoryd.state.meta import clear_unusable_llm, note_unusable_llm
 from memoryd.store.catalog import EntityCatalog
-from memoryd.store.git import GitStore
 from memoryd.store.index import write_index
-from memoryd.store.unit import RUN_TRAILER, UnitOfWork
+from memoryd.store.summaries import SummaryInput, read_input
+from memoryd.store.tiers import TierRule
+from memoryd.worktree import RUN_TRAILER, UnitOfWork
 
 log = get_logger(__name__)
 

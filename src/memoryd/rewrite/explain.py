@@ -11,12 +11,12 @@ from __future__ import annotations
 from datetime import date
 
 from memoryd.errors import MemorydError
-from memoryd.rewrite.tiers import TIERS, TierRule, describe
 from memoryd.state.rewrites import EntityRewrite
 from memoryd.store.catalog import EntityCatalog
 from memoryd.store.entities import Entity
 from memoryd.store.items import Fact, parse_items, split_fact_id
-from memoryd.store.transaction import FileTransaction
+from memoryd.store.tiers import TIERS, TierRule, describe
+from memoryd.worktree import FileTransaction
 
 
 class UnknownTargetError(MemorydError):

@@ -22,11 +22,11 @@ from collections.abc import Iterable, Mapping
 from datetime import date, datetime
 from typing import Any
 
+from memoryd.gitrepo import GitStore
 from memoryd.logs import get_logger
 from memoryd.state.facade import State
 from memoryd.state.rewrites import EntityRewrite
-from memoryd.store.git import GitStore
-from memoryd.store.unit import RUN_TRAILER, PlannedWrite, undo_own_writes
+from memoryd.worktree import RUN_TRAILER, PlannedWrite, undo_own_writes
 
 log = get_logger(__name__)
 

@@ -1,6 +1,6 @@
 """Summaries staged in the run's unit of work, and the tracking to record once they commit.
 
-Each summary is written as `# <name>` plus its body (`memoryd.rewrite.summary.summary_file`),
+Each summary is written as `# <name>` plus its body (`memoryd.rewrite.summaries.summary_file`),
 staged only when its bytes differ from what the file holds, so a rerun that produces the same
 text changes nothing. A model's body passes the secret scrubber first: the model only saw
 facts that were already cleaned, but it could still echo or assemble something that looks like
@@ -18,7 +18,8 @@ from memoryd.rewrite import summary
 from memoryd.rewrite.report import RewriteReport
 from memoryd.rewrite.select import Candidate, Mode, tracking_digest
 from memoryd.state.rewrites import EntityRewrite
-from memoryd.store.transaction import FileTransaction
+from memoryd.store import summaries
+from memoryd.worktree import FileTransaction
 
 log = get_logger(__name__)
 
@@ -47,13 +48,15 @@ class SummaryStage:
     def template(self, candidate: Candidate, reason: str) -> None:
         """Stage the deterministic template; `reason` says why it stands in for the LLM."""
         self._report.template_reason = self._report.template_reason or reason
-        self.prompts.add(summary.TEMPLATE_REF)
-        self._stage(candidate, summary.render_template(candidate.input), "template", templated=True)
+        self.prompts.add(summaries.TEMPLATE_REF)
+        self._stage(
+            candidate, summaries.render_template(candidate.input), "template", templated=True
+        )
 
     def without_facts(self, candidate: Candidate, mode: Mode) -> None:
         """Stage the summary of an entity with no hot or warm fact (no LLM involved)."""
         entity = candidate.input.entity
-        body = summary.all_cold_body(entity.name) if candidate.input.cold_count else ""
+        body = summaries.all_cold_body(entity.name) if candidate.input.cold_count else ""
         if self._put(candidate, body) and body:
             self._report.archived += 1
         self._record(candidate, mode)
@@ -77,7 +80,7 @@ class SummaryStage:
 
     def _put(self, candidate: Candidate, body: str) -> bool:
         entity = candidate.input.entity
-        text = summary.summary_file(entity.name, body)
+        text = summaries.summary_file(entity.name, body)
         if self._tx.read_text(entity.summary_path) == text:
             return False
         self._tx.write_text(entity.summary_path, text)

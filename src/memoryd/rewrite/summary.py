@@ -38,8 +38,7 @@ from memoryd.errors import MemorydError
 from memoryd.llm.base import ToolRequest, ToolSpec
 from memoryd.llm.schema import tool_input_schema
 from memoryd.prompts import load_prompt
-from memoryd.rewrite.select import SummaryFact, SummaryInput
-from memoryd.rewrite.tiers import Tier
+from memoryd.store.summaries import CITATION, CITED_ID, SummaryFact, SummaryInput
 from memoryd.store.text import one_line, words
 
 SUMMARY_TOOL: Final = "write_summary"
@@ -47,14 +46,7 @@ MAX_LINES: Final = 60
 MAX_CHARS: Final = 6000
 MAX_HEADING_CHARS: Final = 100
 MAX_OUTPUT_TOKENS: Final = 2000
-TEMPLATE_REF: Final = "summary-template@1"
-RECENT_HEADING: Final = "## Recent"
-BACKGROUND_HEADING: Final = "## Background"
 
-_ID = r"[a-z0-9]+(?:-[a-z0-9]+)*-[0-9]{3,}"
-# Anything bracketed that starts like a fact id is a citation attempt and is checked whole.
-_CITATION = re.compile(r"\[\s*(" + _ID + r"(?:\s*[,;]?\s*[^\]\[]*)?)\]")
-_CITED_ID = re.compile(_ID)
 _SUBHEADING = re.compile(r"^#{2,6}\s+\S")
 _TITLE = re.compile(r"^#\s+\S")
 
@@ -180,7 +172,7 @@ def validate_summary(
 
 
 def _cites_hot(line: str, hot_ids: frozenset[str]) -> bool:
-    return any(cited in hot_ids for cited in _CITED_ID.findall(" ".join(_CITATION.findall(line))))
+    return any(cited in hot_ids for cited in CITED_ID.findall(" ".join(CITATION.findall(line))))
 
 
 def _hot_first(lines: list[str], hot_ids: frozenset[str], raw: str) -> list[str]:
@@ -205,56 +197,22 @@ def _check_line(number: int, line: str, given_ids: frozenset[str], raw: str) -> 
     if _TITLE.match(line):
         raise InvalidSummaryError(f"line {number} is a second '# ' title", raw)
     if _SUBHEADING.match(line):
-        if len(line) > MAX_HEADING_CHARS or _CITATION.search(line):
+        if len(line) > MAX_HEADING_CHARS or CITATION.search(line):
             raise InvalidSummaryError(
                 f"line {number}: a subheading is short and cites nothing", raw
             )
         return
-    citations = _CITATION.findall(line)
+    citations = CITATION.findall(line)
     if not citations:
         raise InvalidSummaryError(f"line {number} cites no fact: {line[:120]!r}", raw)
     for citation in citations:
         for part in re.split(r"[,;]", citation):
             cited = part.strip()
-            if not _CITED_ID.fullmatch(cited):
+            if not CITED_ID.fullmatch(cited):
                 raise InvalidSummaryError(f"line {number}: {cited!r} is not a fact id", raw)
             if cited not in given_ids:
                 raise InvalidSummaryError(
                     f"line {number} cites {cited}, which is not one of the facts given", raw
                 )
-    if not words(_CITATION.sub(" ", line)):
+    if not words(CITATION.sub(" ", line)):
         raise InvalidSummaryError(f"line {number} has citations but no text", raw)
-
-
-def render_template(summary_input: SummaryInput) -> str:
-    """The deterministic body: the given facts themselves, hot then warm, one cited line each."""
-    lines: list[str] = []
-    sections: tuple[tuple[Tier, str], ...] = (("hot", RECENT_HEADING), ("warm", BACKGROUND_HEADING))
-    for tier, heading in sections:
-        facts = summary_input.tier_facts(tier)
-        if facts:
-            if lines:
-                lines.append("")
-            lines += [heading, ""]
-            lines += [f"- {_escape(one_line(fact.text))} [{fact.id}]" for fact in facts]
-    return "\n".join(lines)
-
-
-def _escape(text: str) -> str:
-    # A fact that itself contains something shaped like a citation would make its own line
-    # invalid; brackets become parentheses in the template (the fact itself is untouched).
-    return _CITATION.sub(lambda match: "(" + match.group(1) + ")", text)
-
-
-def all_cold_body(name: str) -> str:
-    """The body of an entity whose active facts are all cold: nothing is summarized."""
-    return (
-        f"Nothing about {one_line(name)} has been used recently: its facts are kept in "
-        "items.json and left out of this summary until they are used again."
-    )
-
-
-def summary_file(name: str, body: str) -> str:
-    """The text of summary.md: memoryd's `# <name>` heading, then the body."""
-    heading = f"# {one_line(name)}\n"
-    return heading + (f"\n{body.strip()}\n" if body.strip() else "")

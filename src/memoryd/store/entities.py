@@ -10,7 +10,7 @@ metadata, `entity.json` (name, kind, aliases, status, created date). Invariants:
 - `entity.json` is pretty JSON with sorted keys and a trailing newline, aliases sorted, so the
   same entity always serializes to the same bytes.
 
-The catalogue that finds, creates and moves entities is `memoryd.store.catalog`.
+The catalogue that finds, creates and moves entities is `memoryd.store.catalog._catalog`.
 """
 
 from __future__ import annotations

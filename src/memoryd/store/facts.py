@@ -42,8 +42,8 @@ from memoryd.store.items import (
     split_fact_id,
 )
 from memoryd.store.text import normalize_statement, one_line, words
-from memoryd.store.transaction import FileTransaction
 from memoryd.store.vocabulary import CATEGORIES
+from memoryd.worktree import FileTransaction
 
 __all__ = [
     "AddOutcome",

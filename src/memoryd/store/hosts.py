@@ -32,8 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from memoryd.errors import CorruptFileError
-from memoryd.store.paths import slugify
-from memoryd.store.transaction import FileTransaction
+from memoryd.worktree import FileTransaction, slugify
 
 HOSTS_DIR = ".memoryd/hosts"
 RECORD_FORMAT = 1

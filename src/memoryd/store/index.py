@@ -15,7 +15,7 @@ so its cost grows with what changed, not with the store; with `complete` (the ca
 change since memoryd last wrote the file) it patches the file, taking out and putting back in
 order only the named lines, without a step per entity. The heartbeat names the paths others
 changed: its own commit of their edits, and the commits since its last one that the catalogue's
-snapshot followed (`memoryd.store.catalog_snapshot.followed_paths`). Stated limit: when the
+snapshot followed (`memoryd.store.catalog._snapshot.followed_paths`). Stated limit: when the
 catalogue was read entity by entity instead (no snapshot, or too many changes), a summary
 changed and committed by hand keeps its old gist here until the next full regeneration (the
 rewrite, `forget`/`supersede`, a merge) or until memoryd changes that entity.
@@ -31,8 +31,8 @@ from typing import Final
 from memoryd.store.catalog import EntityCatalog, bucket_entry
 from memoryd.store.entities import LAYOUTS, LIFE, Entity
 from memoryd.store.text import clip, fold
-from memoryd.store.transaction import FileTransaction
 from memoryd.store.vocabulary import KINDS
+from memoryd.worktree import FileTransaction
 
 INDEX_PATH: Final = f"{LIFE}/index.md"
 GIST_LENGTH: Final = 160

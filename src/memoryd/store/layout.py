@@ -23,10 +23,8 @@ from pathlib import Path
 import structlog
 
 from memoryd.errors import StoreError, StoreFormatError
-from memoryd.store.atomic import atomic_write_text, sweep_temporaries
-from memoryd.store.git import GitIdentity, GitStore
-from memoryd.store.paths import StorePaths
-from memoryd.store.unit import UnitOfWork
+from memoryd.gitrepo import GitIdentity, GitStore
+from memoryd.worktree import StorePaths, UnitOfWork, atomic_write_text, sweep_temporaries
 
 # What only `init_store` needs (the entity catalogue, the index, the tacit file's header) is
 # imported there: every job checks the store through this module, an idle heartbeat included,
@@ -139,7 +137,7 @@ def check_store(root: Path) -> int:
 def open_store(root: Path, git: GitStore | None = None, *, sweep: bool = True) -> StoreInfo:
     """Check the store at `root`, migrate an older format, and sweep leftover temporary files
     (unless not `sweep`: a heartbeat removes the ones `git status` lists, see
-    `memoryd.store.foreign`, instead of walking the whole store).
+    `memoryd.worktree._foreign`, instead of walking the whole store).
 
     With `git`, the migration's changes are committed (only those paths). Raise StoreError if
     `root` is not a memoryd store (run `memoryd init`), StoreFormatError if it is too new, and,

@@ -24,7 +24,7 @@ from typing import Final
 
 from memoryd.store.markdown import Section, join_sections, split_sections
 from memoryd.store.text import fold, normalize_statement, one_line
-from memoryd.store.transaction import FileTransaction
+from memoryd.worktree import FileTransaction
 
 NOTES_DIR: Final = "memory"
 TIMELINE: Final = "Timeline"

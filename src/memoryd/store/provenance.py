@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Final, Literal
 
 from memoryd.errors import CorruptFileError
-from memoryd.store.transaction import FileTransaction
+from memoryd.worktree import FileTransaction
 
 PROVENANCE_DIR: Final = ".memoryd/provenance"
 PROVENANCE_FORMAT: Final = 1

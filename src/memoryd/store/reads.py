@@ -20,7 +20,7 @@ from typing import Final
 from memoryd.errors import CorruptFileError
 from memoryd.store.facts import FactBook
 from memoryd.store.hosts import host_slug
-from memoryd.store.transaction import FileTransaction
+from memoryd.worktree import FileTransaction
 
 READS_DIR: Final = ".memoryd/reads"
 KEEP_DAYS: Final = 3

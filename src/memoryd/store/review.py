@@ -26,7 +26,7 @@ from typing import Any, Final, Literal
 from memoryd.errors import EXIT_USAGE, CorruptFileError, StoreError
 from memoryd.store.provenance import TipSource
 from memoryd.store.text import normalize_statement
-from memoryd.store.transaction import FileTransaction
+from memoryd.worktree import FileTransaction
 
 REVIEW_DIR: Final = ".memoryd/review"
 REVIEW_FORMAT: Final = 1

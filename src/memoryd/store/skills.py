@@ -33,9 +33,8 @@ from memoryd.store.markdown import (
     join_sections,
     split_sections,
 )
-from memoryd.store.paths import slugify
 from memoryd.store.text import clip, normalize_statement, one_line, words
-from memoryd.store.transaction import FileTransaction
+from memoryd.worktree import FileTransaction, slugify
 
 INDEX_FILE: Final = "skills-index.md"
 ROUTINES_DIR: Final = "routines"

@@ -14,7 +14,7 @@ from typing import Final
 
 from memoryd.store.markdown import bullet_text
 from memoryd.store.text import normalize_statement, one_line, words
-from memoryd.store.transaction import FileTransaction
+from memoryd.worktree import FileTransaction
 
 HEADER: Final = (
     "# Tacit knowledge\n"

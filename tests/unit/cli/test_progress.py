@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memoryd.cli.progress import TerminalProgress, render_bar
-from memoryd.extractors.heartbeat import HeartbeatReport
+from memoryd.heartbeat import HeartbeatReport
 
 
 def test_nothing_is_drawn_when_stderr_is_not_a_terminal() -> None:

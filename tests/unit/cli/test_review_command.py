@@ -10,7 +10,7 @@ import pytest
 
 from memoryd.cli import main
 from memoryd.errors import EXIT_OK, EXIT_USAGE, CorruptFileError
-from memoryd.store.git import GitIdentity, GitStore
+from memoryd.gitrepo import GitIdentity, GitStore
 from memoryd.store.layout import init_store
 from memoryd.store.provenance import TipSource, read_provenance, record_provenance
 from memoryd.store.review import (
@@ -22,7 +22,7 @@ from memoryd.store.review import (
     list_items,
     read_item,
 )
-from memoryd.store.unit import UnitOfWork
+from memoryd.worktree import UnitOfWork
 
 SOURCE = TipSource("ops", "s1", "/logs/s1.jsonl", (4, 9), "untrusted", "2026-03-01")
 TIP = ReviewItem(

@@ -315,7 +315,7 @@ def test_the_daemon_runs_its_jobs_in_a_long_lived_environment(
     root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`memoryd run` tells its jobs that the process goes on (`Environment.long_lived`): its
-    heartbeats keep their catalogue for the next one (`memoryd.store.catalog_snapshot`)."""
+    heartbeats keep their catalogue for the next one (`memoryd.store.catalog._snapshot`)."""
     config = load_settings(root / "memoryd.toml")
     made: list[Environment] = []
 

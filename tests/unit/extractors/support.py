@@ -16,10 +16,10 @@ from zoneinfo import ZoneInfo
 from memoryd.extractors.apply import StoreSession
 from memoryd.extractors.chunking import Chunk
 from memoryd.extractors.contract import RecordMemories
+from memoryd.gitrepo import GitIdentity, GitStore
 from memoryd.sources.model import Provenance, Role, Turn
-from memoryd.store.git import GitIdentity, GitStore
 from memoryd.store.layout import init_store
-from memoryd.store.unit import UnitOfWork
+from memoryd.worktree import UnitOfWork
 
 UTC_ZONE = ZoneInfo("UTC")
 START = datetime(2026, 3, 2, 9, 30, tzinfo=UTC)

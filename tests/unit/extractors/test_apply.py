@@ -33,9 +33,9 @@ from memoryd.extractors.apply import ApplyCounters, StoreSession, apply_answer
 from memoryd.extractors.chunking import Chunk
 from memoryd.extractors.contract import RecordMemories
 from memoryd.extractors.pending import PendingOverlay, write_pending_changes
+from memoryd.gitrepo import GitStore
 from memoryd.state import State
-from memoryd.store.git import GitStore
-from memoryd.store.unit import UnitOfWork
+from memoryd.worktree import UnitOfWork
 
 JANE = "life/areas/people/jane-doe"
 BOB = "life/areas/people/bob-stone"

@@ -10,8 +10,8 @@ from zoneinfo import ZoneInfo
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memoryd.extractors.ahead import lean_plan
 from memoryd.extractors.chunking import cut_chunks
+from memoryd.heartbeat.ahead import lean_plan
 from memoryd.llm.base import estimate_tokens
 from memoryd.sources.model import Conversation, Provenance, Turn
 

@@ -24,12 +24,12 @@ from memoryd.extractors.apply import StoreSession, apply_answer
 from memoryd.extractors.context import MAX_ENTITIES, SKILLS_INDEX_LIMIT, build_context
 from memoryd.extractors.extract import ChunkContext
 from memoryd.extractors.pending import PendingOverlay
+from memoryd.gitrepo import GitStore
 from memoryd.state import State
 from memoryd.store.entities import Entity
 from memoryd.store.facts import FactDraft, FactSource
-from memoryd.store.git import GitStore
 from memoryd.store.skills import add_skill
-from memoryd.store.unit import UnitOfWork
+from memoryd.worktree import UnitOfWork
 
 SOURCE = FactSource(agent="ops", session="s0", file="/logs/old.jsonl", lines=(1, 1))
 DAY = date(2026, 2, 1)

@@ -27,7 +27,7 @@ from memoryd.state.facade import State
 from memoryd.store.danger import dangerous_reasons
 from memoryd.store.provenance import read_provenance
 from memoryd.store.review import decide, list_items
-from memoryd.store.unit import UnitOfWork
+from memoryd.worktree import UnitOfWork
 
 # One example per class, as an injected page or tool output would word it.
 DANGEROUS = {

@@ -8,10 +8,10 @@ from pathlib import Path
 
 from structlog.testing import capture_logs
 
+from memoryd.gitrepo import GitIdentity, GitStore
 from memoryd.jobs.hooks import after_commit, run_index_commands, run_init_commands
 from memoryd.jobs.index_state import reading_status
 from memoryd.settings import Settings, parse_settings
-from memoryd.store.git import GitIdentity, GitStore
 
 
 def test_commands_run_in_the_store_in_order(tmp_path: Path) -> None:

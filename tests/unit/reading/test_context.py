@@ -11,7 +11,7 @@ from tests.unit.rewrite.support import Planted, planted_store
 from memoryd.errors import StoreError
 from memoryd.reading.context import CUT_LINE, Section, build_bundle, fit
 from memoryd.reading.files import ReadOnlyStore
-from memoryd.rewrite.tiers import TierRule
+from memoryd.store.tiers import TierRule
 
 TODAY = date(2026, 3, 10)
 

@@ -9,8 +9,8 @@ from tests.unit.rewrite.support import Planted, plant, planted_store
 
 from memoryd.reading.files import ReadOnlyStore
 from memoryd.reading.search import SearchIndex
-from memoryd.rewrite.tiers import TierRule
 from memoryd.store.catalog import entity_at
+from memoryd.store.tiers import TierRule
 
 TODAY = date(2026, 3, 10)
 

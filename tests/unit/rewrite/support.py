@@ -7,13 +7,13 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
 
+from memoryd.gitrepo import GitIdentity, GitStore
 from memoryd.store.catalog import EntityCatalog
 from memoryd.store.entities import Entity
 from memoryd.store.facts import FactDraft, FactFile
-from memoryd.store.git import GitIdentity, GitStore
 from memoryd.store.items import Fact, FactSource
 from memoryd.store.layout import init_store
-from memoryd.store.unit import UnitOfWork
+from memoryd.worktree import UnitOfWork
 
 SOURCE = FactSource(agent="ops", session="s1", file="/logs/a.jsonl", lines=(1, 2))
 TODAY = date(2026, 3, 10)

@@ -12,10 +12,11 @@ from tests.unit.rewrite.support import TODAY, fact, person
 
 from memoryd.rewrite.answers import asked_digest, split_answered
 from memoryd.rewrite.recovery import build_intent, finalize_rewrite
-from memoryd.rewrite.select import Candidate, summary_input
-from memoryd.rewrite.tiers import TierRule
+from memoryd.rewrite.select import Candidate
 from memoryd.state.facade import State
 from memoryd.state.rewrites import EntityRewrite
+from memoryd.store.summaries import summary_input
+from memoryd.store.tiers import TierRule
 
 NOW = datetime(2026, 3, 10, 3, tzinfo=UTC)
 MODEL = "claude-test"

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from memoryd.gitrepo import GitIdentity, GitStore
 from memoryd.rewrite.recovery import (
     REWRITE_INTENT_KEY,
     build_intent,
@@ -15,9 +16,8 @@ from memoryd.rewrite.recovery import (
 )
 from memoryd.state.facade import State
 from memoryd.state.rewrites import EntityRewrite
-from memoryd.store.git import GitIdentity, GitStore
 from memoryd.store.layout import init_store
-from memoryd.store.unit import RUN_TRAILER, UnitOfWork
+from memoryd.worktree import RUN_TRAILER, UnitOfWork
 
 NOW = datetime(2026, 3, 10, 3, tzinfo=UTC)
 RECORD = EntityRewrite("people/jane-doe", NOW, "llm:a:b", date(2026, 3, 17))

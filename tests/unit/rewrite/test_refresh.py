@@ -1,4 +1,4 @@
-"""The template summaries refreshed after a heartbeat (`memoryd.rewrite.refresh`): each changed
+"""The template summaries refreshed after a heartbeat (`memoryd.store.refresh`): each changed
 `items.json` is traced to its entity by its path, archived or not, and nothing else is."""
 
 from __future__ import annotations
@@ -7,11 +7,11 @@ from pathlib import Path
 
 from tests.unit.rewrite.support import TODAY, Planted, planted_store
 
-from memoryd.rewrite.refresh import refresh_summaries
-from memoryd.rewrite.tiers import TierRule
+from memoryd.gitrepo import GitIdentity, GitStore
 from memoryd.store.catalog import EntityCatalog
-from memoryd.store.git import GitIdentity, GitStore
-from memoryd.store.unit import UnitOfWork
+from memoryd.store.refresh import refresh_summaries
+from memoryd.store.tiers import TierRule
+from memoryd.worktree import UnitOfWork
 
 
 def test_the_entities_owning_the_changed_items_files_are_refreshed(tmp_path: Path) -> None:

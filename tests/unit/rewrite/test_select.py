@@ -8,12 +8,13 @@ from pathlib import Path
 import pytest
 from tests.unit.rewrite.support import TODAY, Planted, plant, planted_store
 
-from memoryd.rewrite.select import Mode, Selection, select, summary_input, tracking_digest
-from memoryd.rewrite.tiers import TierRule
+from memoryd.gitrepo import GitIdentity, GitStore
+from memoryd.rewrite.select import Mode, Selection, select, tracking_digest
 from memoryd.state.rewrites import EntityRewrite
 from memoryd.store.catalog import EntityCatalog
-from memoryd.store.git import GitIdentity, GitStore
-from memoryd.store.unit import UnitOfWork
+from memoryd.store.summaries import summary_input
+from memoryd.store.tiers import TierRule
+from memoryd.worktree import UnitOfWork
 
 RULE = TierRule()
 NOW = datetime(2026, 3, 10, 12, tzinfo=UTC)

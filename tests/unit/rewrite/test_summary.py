@@ -8,18 +8,21 @@ from hypothesis import strategies as st
 from tests.unit.rewrite.support import TODAY, fact, person
 
 from memoryd.llm.anthropic_client import message_params
-from memoryd.rewrite.select import SummaryInput, summary_input
 from memoryd.rewrite.summary import (
     MAX_LINES,
     InvalidSummaryError,
-    all_cold_body,
     build_request,
-    render_template,
-    summary_file,
     summary_from_tool_input,
     validate_summary,
 )
-from memoryd.rewrite.tiers import TierRule
+from memoryd.store.summaries import (
+    SummaryInput,
+    all_cold_body,
+    render_template,
+    summary_file,
+    summary_input,
+)
+from memoryd.store.tiers import TierRule
 
 RULE = TierRule()
 GIVEN = frozenset({"jane-doe-001", "jane-doe-002"})

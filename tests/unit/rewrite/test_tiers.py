@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from tests.unit.rewrite.support import TODAY, fact
 
-from memoryd.rewrite.tiers import TIERS, TierRule, describe, next_change, tier_for, tier_of
 from memoryd.settings import DecaySettings
+from memoryd.store.tiers import TIERS, TierRule, describe, next_change, tier_for, tier_of
 
 DEFAULT = TierRule()
 COLDNESS = {tier: position for position, tier in enumerate(TIERS)}

@@ -7,9 +7,9 @@ import subprocess
 from datetime import UTC, date, datetime
 from pathlib import Path
 
+from memoryd.gitrepo import GitIdentity, GitStore
 from memoryd.store.catalog import EntityCatalog
-from memoryd.store.git import GitIdentity, GitStore
-from memoryd.store.unit import UnitOfWork
+from memoryd.worktree import UnitOfWork
 
 NOW = datetime(2026, 3, 4, 5, 6, 7, tzinfo=UTC)
 TODAY = date(2026, 3, 4)

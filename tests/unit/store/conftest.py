@@ -14,9 +14,8 @@ from pathlib import Path
 import pytest
 
 from memoryd.errors import CorruptFileError, StoreError
-from memoryd.store.atomic import atomic_write_text
 from memoryd.store.catalog import EntityCatalog
-from memoryd.store.paths import StorePaths
+from memoryd.worktree import StorePaths, atomic_write_text
 
 
 class DirTransaction:

@@ -323,7 +323,7 @@ def test_archiving_onto_an_occupied_folder_is_refused_and_moves_nothing(
 
 
 def test_a_text_searched_again_finds_the_labels_added_since() -> None:
-    from memoryd.store.labels import LabelMatcher
+    from memoryd.store.catalog._labels import LabelMatcher
 
     matcher: LabelMatcher[str] = LabelMatcher()
     matcher.add("Jane Doe", "jane")

@@ -1,4 +1,4 @@
-"""The entity catalogue's cache (`memoryd.store.catalog_cache`) on real git repositories: used
+"""The entity catalogue's cache (`memoryd.store.catalog._cache`) on real git repositories: used
 when nothing changed, and every kind of change to an `entity.json` is seen at the next load."""
 
 from __future__ import annotations
@@ -11,8 +11,7 @@ import pytest
 from tests.unit.store.catalog_support import TODAY, CountingUnit, git, seeded_store, unit
 
 from memoryd.errors import PathEscapeError
-from memoryd.store.catalog import EntityCatalog
-from memoryd.store.catalog_cache import load_catalog
+from memoryd.store.catalog import EntityCatalog, load_catalog
 from memoryd.store.entities import Entity
 
 JANE = "life/areas/people/jane-doe/entity.json"

@@ -1,4 +1,4 @@
-"""The entity catalogue's snapshot (`memoryd.store.catalog_snapshot`) on real git repositories:
+"""The entity catalogue's snapshot (`memoryd.store.catalog._snapshot`) on real git repositories:
 used only for the commit it was saved at, always equal to a fresh load of the store."""
 
 from __future__ import annotations
@@ -15,13 +15,12 @@ from structlog.testing import capture_logs
 from tests.unit.store.catalog_support import NOW, TODAY, CountingUnit, git, seeded_store, unit
 
 from memoryd.errors import CorruptFileError
-from memoryd.store import catalog_snapshot, catalog_snapshot_files
-from memoryd.store.catalog import EntityCatalog
-from memoryd.store.catalog_cache import load_catalog
-from memoryd.store.catalog_snapshot import save_snapshot
-from memoryd.store.catalog_snapshot_files import BASE_FILE, DELTA_FILE
+from memoryd.gitrepo import GitIdentity, GitStore
+from memoryd.store.catalog import EntityCatalog, load_catalog, save_snapshot
+from memoryd.store.catalog import _snapshot as catalog_snapshot
+from memoryd.store.catalog import _snapshot_files as catalog_snapshot_files
+from memoryd.store.catalog._snapshot_files import BASE_FILE, DELTA_FILE
 from memoryd.store.entities import Entity
-from memoryd.store.git import GitIdentity, GitStore
 
 
 def head(root: Path) -> str:

@@ -11,14 +11,14 @@ import subprocess
 from datetime import UTC, date, datetime, time
 from pathlib import Path
 
+from memoryd.gitrepo import GitIdentity, GitStore
 from memoryd.store.catalog import EntityCatalog
 from memoryd.store.facts import FactBook, FactDraft, FactSource
-from memoryd.store.git import GitIdentity, GitStore
 from memoryd.store.index import write_index
 from memoryd.store.notes import TimelineEntry, add_timeline
 from memoryd.store.skills import add_skill
 from memoryd.store.tacit import add_tacit
-from memoryd.store.unit import UnitOfWork
+from memoryd.worktree import UnitOfWork
 
 NOW = datetime(2026, 1, 20, 12, 0, tzinfo=UTC)
 DAY = date(2026, 1, 20)

@@ -8,11 +8,11 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memoryd.rewrite.summary import _CITED_ID
 from memoryd.store.catalog import EntityCatalog
 from memoryd.store.facts import FactBook, FactDraft, FactFile, FactSource
 from memoryd.store.index import gist_of
 from memoryd.store.items import host_code_of, host_id_code, next_fact_id, split_fact_id
+from memoryd.store.summaries import CITED_ID
 
 from .conftest import TODAY, DirTransaction
 
@@ -46,7 +46,7 @@ def test_ids_of_both_forms_parse_and_resolve_like_the_old_ones() -> None:
     new = next_fact_id("acme", [], code)
     assert split_fact_id(new) == ("acme", int(f"{code}001"))
     # The rewrite's citation check and the index's gist cleaner know the new ids.
-    assert _CITED_ID.fullmatch(new)
+    assert CITED_ID.fullmatch(new)
     assert gist_of(f"- Works at Acme [{new}]\n") == "Works at Acme"
 
 

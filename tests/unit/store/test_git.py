@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from memoryd.errors import EXIT_CONFIG, GitError, IgnoredStoreError
-from memoryd.store._gitsupport import IgnoreRule, parse_ignore_rule
-from memoryd.store.git import GitIdentity, GitStore, find_work_tree
+from memoryd.gitrepo._repository import GitIdentity, GitStore, find_work_tree
+from memoryd.gitrepo._support import IgnoreRule, parse_ignore_rule
 
 NOW = datetime(2026, 3, 4, 5, 6, 7, tzinfo=UTC)
 IDENTITY = GitIdentity("memoryd test", "memoryd@test.invalid")

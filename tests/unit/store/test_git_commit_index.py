@@ -12,8 +12,8 @@ import pytest
 from tests.unit.store.test_git import NOW, git, make_repo, store_at
 
 from memoryd.errors import GitError
-from memoryd.store._gitsession import Session
-from memoryd.store._gitsupport import blob_name, clean_message
+from memoryd.gitrepo._session import Session
+from memoryd.gitrepo._support import blob_name, clean_message
 
 MESSAGES = [
     "heartbeat: +5 facts\n\nMemoryd-Run: abc\nMemoryd-Agents: ops\n",

@@ -14,8 +14,9 @@ import pytest
 from structlog.testing import capture_logs
 
 from memoryd.errors import EXIT_CONFIG, EXIT_TEMPFAIL, GitBusyError, GitStateError
-from memoryd.store import gittree, sync
-from memoryd.store.git import GitIdentity, GitStore
+from memoryd.gitrepo import GitIdentity, GitStore
+from memoryd.gitrepo import _tree as gittree
+from memoryd.sync import _remote as sync
 
 NOW = datetime(2026, 3, 10, 12, 0, tzinfo=UTC)
 EMAIL = "memoryd@test.invalid"

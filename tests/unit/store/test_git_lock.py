@@ -12,8 +12,8 @@ import pytest
 from structlog.testing import capture_logs
 
 from memoryd.errors import GitError
-from memoryd.store._gitlock import lock_is_held
-from memoryd.store.git import GitIdentity, GitStore
+from memoryd.gitrepo import GitIdentity, GitStore
+from memoryd.gitrepo._lock import lock_is_held
 
 NOW = datetime(2026, 3, 4, 5, 6, 7, tzinfo=UTC)
 

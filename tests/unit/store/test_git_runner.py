@@ -11,8 +11,8 @@ import pytest
 from tests.unit.store.test_git import IDENTITY, NOW, git, make_repo, store_at
 
 from memoryd.errors import EXIT_TEMPFAIL, GitBusyError, GitError
-from memoryd.store._gitsupport import find_repository
-from memoryd.store.git import GitStore, find_work_tree
+from memoryd.gitrepo._repository import GitStore, find_work_tree
+from memoryd.gitrepo._support import find_repository
 
 
 @pytest.fixture(autouse=True)

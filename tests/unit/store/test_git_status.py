@@ -8,7 +8,7 @@ from pathlib import Path
 
 from tests.unit.store.test_git import git, make_repo, store_at
 
-from memoryd.store._gitsupport import StoreStatus
+from memoryd.gitrepo._support import StoreStatus
 
 
 def index_extensions(repo: Path) -> bytes:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from memoryd.errors import IgnoredStoreError, StoreError, StoreFormatError
-from memoryd.store.git import GitIdentity, GitStore
+from memoryd.gitrepo import GitIdentity, GitStore
 from memoryd.store.layout import (
     CURRENT_FORMAT,
     FORMAT_FILE,

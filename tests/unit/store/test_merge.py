@@ -12,10 +12,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memoryd.store.items import Fact, FactSource, parse_items, render_items
-from memoryd.store.merge import entity_folders, merge_file, merge_lines, relocate, relocations
 from memoryd.store.provenance import TipSource, parse_provenance, render_provenance
 from memoryd.store.reads import parse_reads, render_reads
 from memoryd.store.review import ReviewItem, parse_item, render_item
+from memoryd.sync._merge import entity_folders, merge_file, merge_lines, relocate, relocations
 
 ITEMS = "life/areas/people/jane-doe/items.json"
 SOURCE = FactSource("agent", "s", "/t/a.jsonl", (1, 2))

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memoryd.errors import PathEscapeError
-from memoryd.store.paths import MAX_SLUG_LENGTH, RESERVED_SLUGS, StorePaths, slugify
+from memoryd.worktree._paths import MAX_SLUG_LENGTH, RESERVED_SLUGS, StorePaths, slugify
 
 SLUG_SHAPE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 

@@ -1,5 +1,5 @@
 """The commit-time secret scan of a large rewritten file reads only what is new
-(`memoryd.store._scanwindows`, `UnitOfWork._to_scan`)."""
+(`memoryd.worktree._scanwindows`, `UnitOfWork._to_scan`)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from tests.unit.store.test_unit_foreign_edits import (
     unit_for,
 )
 
-from memoryd.store._scanwindows import changed_windows
+from memoryd.worktree._scanwindows import changed_windows
 
 lines = st.lists(st.sampled_from(["", "a", "b", "c", "d", "a b", "x"]), max_size=24)
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from structlog.testing import capture_logs
 
-from memoryd.store import sync
-from memoryd.store.git import GitIdentity, GitStore
+from memoryd.gitrepo import GitIdentity, GitStore
+from memoryd.sync import _remote as sync
 
 NOW = datetime(2026, 3, 10, 12, 0, tzinfo=UTC)
 
@@ -191,7 +191,7 @@ def test_a_pull_stopped_half_way_by_a_live_index_lock_stops_the_job_until_finish
     machines: tuple[Path, GitStore, GitStore],
 ) -> None:
     from memoryd.errors import GitBusyError
-    from memoryd.store import gittree
+    from memoryd.gitrepo import _tree as gittree
 
     _remote, a, b = machines
     commit_file(a, "theirs.md", "from a\n")

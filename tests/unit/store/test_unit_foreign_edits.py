@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from structlog.testing import capture_logs
 
-from memoryd.store.foreign import TOO_LARGE, WithheldFile
-from memoryd.store.git import GitIdentity, GitStore
-from memoryd.store.unit import ABSENT, UnitOfWork, content_digest, undo_own_writes
+from memoryd.gitrepo import GitIdentity, GitStore
+from memoryd.worktree._foreign import TOO_LARGE, WithheldFile
+from memoryd.worktree._unit import ABSENT, UnitOfWork, content_digest, undo_own_writes
 
 NOW = datetime(2026, 3, 4, 5, 6, 7, tzinfo=UTC)
 SECRET = "SECRET-0123456789abcdef"

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from memoryd.errors import ConcurrentEditError, CorruptFileError, PathEscapeError, StoreError
-from memoryd.store.git import GitIdentity, GitStore
-from memoryd.store.transaction import FileTransaction
-from memoryd.store.unit import ABSENT, PlannedWrite, UnitOfWork, with_trailers
+from memoryd.gitrepo import GitIdentity, GitStore
+from memoryd.worktree import FileTransaction
+from memoryd.worktree._unit import ABSENT, PlannedWrite, UnitOfWork, with_trailers
 
 NOW = datetime(2026, 3, 4, 5, 6, 7, tzinfo=UTC)
 

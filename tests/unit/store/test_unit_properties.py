@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memoryd.errors import StoreError
-from memoryd.store.git import GitIdentity, GitStore
-from memoryd.store.unit import UnitOfWork
+from memoryd.gitrepo import GitIdentity, GitStore
+from memoryd.worktree import UnitOfWork
 
 NOW = datetime(2026, 3, 4, 5, 6, 7, tzinfo=UTC)
 FOLDERS = ["p", "q", "r/s", "r/t"]

@@ -1,0 +1,365 @@
+"""One heartbeat, step by step (DESIGN §6): read, clean, chunk, extract, apply, commit.
+
+The order of events is what makes a heartbeat safe to kill at any moment:
+
+1. (Before the heartbeat starts, the application layer has finished or undone whatever a killed
+   job of either kind left half-done: `memoryd.jobs.recovery`.)
+2. Edits others left uncommitted in the store are committed in their own commit.
+3. Sources are read from their committed cursors; the cleaned text of every conversation-day
+   goes into the full-text index (mention counting needs it before anything is filed).
+4. Chunks are processed in chronological order. Each chunk's plan is journalled before the model
+   is called and its validated answer (with its usage, in the ledger) before it is applied, so an
+   answer is never paid for twice: when the same chunk comes back, its stored answer is reused.
+   Each answer is applied to one in-memory transaction, so later chunks see earlier ones.
+5. The transaction's planned writes, the new cursors and the pending-fact changes are recorded as
+   the commit *intent*; then the files are written and committed in one git commit (trailer
+   `Memoryd-Run`); then, in one database transaction, cursors advance, chunks are marked
+   committed, pending facts change and the intent is dropped.
+
+A chunk that fails for good (an invalid answer twice, a permanent API error) writes nothing and
+holds its files' cursors back, so the content after it waits; after `quarantine_after` failed
+heartbeats it is quarantined (kept whole in the database for `memoryd retry`) and reading moves
+on. A transient failure (the API unreachable, the budget spent) stops the heartbeat: what was
+applied so far is committed, and everything after it waits for the next heartbeat.
+
+A run-level failure of the model (`UnusableLLMError`) stops the heartbeat the same way but
+counts against no chunk (`memoryd.heartbeat.answers`).
+"""
+
+from __future__ import annotations
+
+import json
+import time as monotonic_time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+from zoneinfo import ZoneInfo
+
+from memoryd.budget import PROMPT_TOKENS_ALLOWANCE, Budget
+from memoryd.errors import ConcurrentEditError
+from memoryd.extractors.chunking import Chunk
+from memoryd.extractors.intake import (
+    Cleaner,
+    Intake,
+    Source,
+    chronological,
+    read_sources,
+    requeued_chunks,
+)
+from memoryd.extractors.recovery import GENERATION_KEY
+from memoryd.extractors.report import HeartbeatReport
+from memoryd.gitrepo import GitStore
+from memoryd.heartbeat import ahead as sending
+from memoryd.heartbeat import committing, processing, sharing
+from memoryd.heartbeat.ahead import Ahead, Flight
+from memoryd.llm.base import (
+    estimate_tokens,
+)
+from memoryd.llm.prices import PriceTable, Usage
+from memoryd.logs import get_logger
+from memoryd.state.facade import State
+from memoryd.store.hosts import record_generation, record_path
+from memoryd.worktree import UnitOfWork
+
+if TYPE_CHECKING:
+    from memoryd.extractors.apply import StoreSession
+    from memoryd.extractors.contract import RecordMemories
+    from memoryd.extractors.extract import ChunkContext, Extractor
+    from memoryd.store.catalog import EntityCatalog
+    from memoryd.worktree import FileTransaction
+
+# What only a heartbeat with something to file needs (applying answers, the entity catalogue,
+# the tool contract's models, the index) is imported where it is used: an idle heartbeat, a
+# subprocess every few minutes, must not pay for it (issue 15). Hence the PLC0415 imports below.
+
+log = get_logger("memoryd.extractors.heartbeat")  # the name its events always had
+
+__all__ = ["Heartbeat", "HeartbeatOptions", "HeartbeatReport", "Source"]
+
+SecretScanner = Callable[[str], list[str]]
+# Given the transaction, the catalogue, the items.json paths a heartbeat changed and the
+# processing date, stage those entities' refreshed summaries and return their refs (the jobs
+# layer passes `memoryd.store.refresh.refresh_summaries` with the configured decay rule).
+SummaryRefresher = Callable[["FileTransaction", "EntityCatalog", Sequence[str], date], list[str]]
+# Reads by agents not filed yet (`memoryd.reading.accesses`): (fact id, agent, day) each.
+ReadAccess = tuple[str, str, date]
+_MAX_REPLANS = 3
+
+
+@dataclass(frozen=True)
+class HeartbeatOptions:
+    zone: ZoneInfo
+    chunk_tokens: int
+    context_facts: int
+    min_mentions: int
+    skills_dir: str
+    tacit_file: str
+    backfill: timedelta | None
+    daily_usd: float
+    heartbeat_usd: float
+    model: str
+    host: str = "localhost"  # the name of this host's record in the store
+    host_code: int | None = None  # fact ids in this host's range (a store shared by hosts)
+    quarantine_after: int = 3
+    concurrency: int = 1  # model calls in flight at once (`memoryd.heartbeat.ahead`)
+    sections_per_call: int = 1  # short chunks sharing one call (`memoryd.heartbeat.sharing`)
+    catalog_cache: Path | None = None  # the entity catalogue's cache (in the state directory)
+    keep_catalog: bool = False  # kept in memory for the process's next heartbeat (the daemon)
+
+
+@dataclass
+class _Progress:
+    """The in-flight state of a heartbeat's processing loop."""
+
+    done: list[str] = field(default_factory=list)  # chunk keys applied in this heartbeat
+    held_files: set[str] = field(default_factory=set)  # files whose cursor must not advance
+    answers: dict[str, RecordMemories] = field(default_factory=dict)
+    # Invalid answers not yet recorded as failures: (chunk, plan, error), oldest first.
+    held_back: list[tuple[Chunk, str, str]] = field(default_factory=list)
+
+
+class Heartbeat:
+    """Runs one heartbeat over real parts passed in (`memoryd.jobs.heartbeat` does the wiring)."""
+
+    def __init__(
+        self,
+        *,
+        settings: HeartbeatOptions,
+        sources: Sequence[Source],
+        state: State,
+        git: GitStore,
+        extractor: Extractor,
+        clean: Cleaner,
+        scan_secrets: SecretScanner,
+        prices: PriceTable,
+        clock: Callable[[], datetime],
+        should_stop: Callable[[], bool] = lambda: False,
+        run_id: str | None = None,
+        refresh_summaries: SummaryRefresher | None = None,
+        reads: Sequence[ReadAccess] = (),
+    ) -> None:
+        self.refresh_summaries = refresh_summaries
+        self.reads = list(reads)
+        self.reads_filed = False  # set once `reads` are committed (or were all counted before)
+        self.settings = settings
+        self.sources = list(sources)
+        self.state = state
+        self.git = git
+        self.extractor = extractor
+        self.clean = clean
+        self.scan_secrets = scan_secrets
+        self.prices = prices
+        self.clock = clock
+        self.should_stop = should_stop
+        self.run_id = run_id or uuid.uuid4().hex[:16]
+        self.report = HeartbeatReport(self.run_id)
+        self.budget = Budget(
+            settings.daily_usd, settings.heartbeat_usd, settings.model, prices, state, clock
+        )
+        self.ahead = Ahead(extractor, settings.concurrency)
+        self.not_ahead: set[str] = set()  # chunks never to send ahead in this heartbeat
+        self._set_aside: list[Flight] = []  # answers given for a context that changed since
+        self._proven: bool | None = None  # whether calls may run ahead (see `llm_proven`)
+        # Chunks sharing one call, by their first chunk's key, and the answers such a call gave
+        # for the chunks after the first (`memoryd.heartbeat.sharing`).
+        self.groups: dict[str, list[Chunk]] = {}
+        self.group_answers: dict[str, RecordMemories] = {}
+        # Paths of the edits made outside memoryd, committed by this heartbeat: their entities'
+        # lines of life/index.md are rendered again (`update_index`).
+        self._foreign_paths: list[str] = []
+        # Others' edits left uncommitted (withheld by the secret scan): while one is under
+        # life/, the entity catalogue is not taken from its snapshot of HEAD.
+        self._withheld: set[str] = set()
+        # What this heartbeat's commits changed (others' edits and its own): the search index
+        # is refreshed from these after it (`memoryd.jobs.reading.refresh_search_after_commit`).
+        self.committed_paths: list[str] = []
+
+    # -- the whole heartbeat ------------------------------------------------------------------
+
+    def run(self) -> HeartbeatReport:
+        started = monotonic_time.monotonic()
+        now = self.clock()
+        self.state.runs.start(self.run_id, "heartbeat", now)
+        log.info("heartbeat.started", run_id=self.run_id)
+        foreign = UnitOfWork(self.git).commit_foreign_edits(self.scan_secrets)
+        self.report.foreign_commit = foreign.commit
+        self._foreign_paths = [*foreign.committed, *(w.path for w in foreign.withheld)]
+        self._withheld = {w.path for w in foreign.withheld}
+        self.committed_paths += foreign.committed
+        read = self._intake(index_mentions=True)
+        self.report.sources_unreadable = dict(read.unreadable)
+        chunks = chronological(read.chunks + requeued_chunks(self.state))
+        self.report.chunks = len(chunks)
+        progress = _Progress()
+        # Idle: nothing to file and no read position moved. No store session (the entity
+        # catalogue is not read), no commit, no model: an idle heartbeat costs a read of the
+        # sources' metadata and two rows in the run history.
+        # Reads queued by agents are work too: their access bumps are filed by a commit.
+        busy = bool(chunks or self.reads or read.new != read.old or not self._record_in_step())
+        if busy:
+            self._process_replanning(chunks, read, progress)
+        committing.prune(self, settle=busy)
+        # Left for the next heartbeat by a share of this one, not by a problem or the day's
+        # budget: the daemon goes on at once.
+        self.report.more_waiting = self.report.more_waiting or (
+            read.more and not self.report.stopped_early
+        )
+        self.report.duration_ms = int((monotonic_time.monotonic() - started) * 1000)
+        self.state.runs.finish_report(self.run_id, self.report, finished_at=self.clock())
+        log.info("heartbeat.finished", **self.report.log_fields())
+        return self.report
+
+    def _record_in_step(self) -> bool:
+        """Whether this host's record in the store is the one the state database mirrors (else
+        even a heartbeat with nothing new commits it: a database adopted or rebuilt)."""
+        text = UnitOfWork(self.git).read_text(record_path(self.settings.host))
+        generation = record_generation(text) if text is not None else None
+        try:
+            if generation is None and text is not None:  # not canonical: parse it
+                generation = json.loads(text)["generation"]
+        except (ValueError, TypeError, KeyError):
+            return False  # the full reader says what is wrong with it, on the commit path
+        return generation == int(self.state.meta.get(GENERATION_KEY) or 0)
+
+    def _process_replanning(self, chunks: list[Chunk], read: Intake, progress: _Progress) -> None:
+        for attempt in range(_MAX_REPLANS):
+            try:
+                processing.process(self, chunks, read, progress, replay=attempt > 0)
+                break
+            except ConcurrentEditError as error:
+                # Someone edited a file between our read and our write: re-read and re-apply
+                # (answers are reused from the journal, so this costs no model calls).
+                log.warning("heartbeat.replanned", path=str(error.path), attempt=attempt + 1)
+                again = UnitOfWork(self.git).commit_foreign_edits(self.scan_secrets)
+                self._foreign_paths += [*again.committed, *(w.path for w in again.withheld)]
+                self._withheld = {w.path for w in again.withheld}
+                self.committed_paths += again.committed
+        else:
+            # The store kept changing under us: nothing of this heartbeat was written; its
+            # answers are journalled, so the next heartbeat files them without calling the model.
+            self._stop("the store kept changing while memoryd wrote to it")
+
+    def dry_run(self, *, shares_calls: bool = False) -> dict[str, Any]:
+        """What a heartbeat would send now: chunks, calls, estimated tokens and cost. Changes
+        nothing. With `shares_calls` (a model is asked), short chunks are grouped into calls
+        the way a real heartbeat groups them (`memoryd.heartbeat.sharing`)."""
+        read = self._intake(index_mentions=False)
+        chunks = [c for c in chronological(read.chunks) if c.has_dialogue]
+        fresh = [c for c in chunks if self.state.journal.answered(c.key) is None]
+        limit = self.settings.sections_per_call if shares_calls else 1
+        calls = sharing.calls_of(fresh, self.settings.chunk_tokens, limit)
+        inputs = [
+            sum(estimate_tokens(c.render()) for c in call) + PROMPT_TOKENS_ALLOWANCE
+            for call in calls
+        ]
+        costs = [self.budget.estimate(tokens) for tokens in inputs]
+        cost = None if None in costs else sum(c for c in costs if c is not None)
+        return {
+            "chunks": len(chunks),
+            "chunks_to_send": len(fresh),
+            "estimated_calls": len(calls),
+            "estimated_input_tokens": sum(inputs),
+            "estimated_cost_usd": None if cost is None else round(cost, 4),
+            "model": self.settings.model,
+            "by_agent": _count_by(fresh, lambda c: c.agent),
+            "days": sorted({c.day.isoformat() for c in fresh}),
+        }
+
+    def _intake(self, *, index_mentions: bool) -> Intake:
+        return read_sources(
+            self.sources,
+            self.state,
+            clean=self.clean,
+            zone=self.settings.zone,
+            chunk_tokens=self.settings.chunk_tokens,
+            backfill=self.settings.backfill,
+            now=self.clock(),
+            index_mentions=index_mentions,
+        )
+
+    # -- processing ---------------------------------------------------------------------------
+
+    @property
+    def llm_proven(self) -> bool:
+        """Whether a valid answer (in this heartbeat, or recently) shows that the model works:
+        until then, calls are not sent ahead (`memoryd.heartbeat.ahead`)."""
+        if self.report.chunks_extracted > 0:
+            return True
+        if self._proven is None:
+            self._proven = sending.proven_recently(self)
+        return self._proven
+
+    def _context(self, chunk: Chunk, session: StoreSession) -> ChunkContext:
+        from memoryd.extractors.context import build_context  # noqa: PLC0415 - see the imports
+        from memoryd.store.skills import INDEX_FILE, agent_folder  # noqa: PLC0415
+
+        return build_context(
+            chunk,
+            tx=session.tx,
+            catalog=session.catalog,
+            facts=session.facts,
+            max_facts=self.settings.context_facts,
+            skills_index_path=f"{agent_folder(self.settings.skills_dir, chunk.agent)}/{INDEX_FILE}",
+        )
+
+    def _charge(self, usage: Usage, model: str | None) -> None:
+        cost = self.budget.charge(usage, model, job="heartbeat", run_id=self.run_id)
+        self.report.usage = self.report.usage + usage
+        self.report.cost_usd += cost
+
+    def _fail(self, chunk: Chunk, plan: str, error: str, progress: _Progress) -> None:
+        record = self.state.failures.record_failure(
+            chunk.key,
+            run_id=self.run_id,
+            error=error,
+            plan_json=plan,
+            at=self.clock(),
+            threshold=self.settings.quarantine_after,
+        )
+        self.report.chunks_failed += 1
+        if not self.report.stopped_early:
+            self.report.outcome = "failed"
+        if record.quarantined:
+            # Quarantined chunks are kept whole in the database; reading moves on past them.
+            if record.newly_quarantined:
+                self.report.chunks_quarantined += 1
+                log.error(
+                    "chunk.quarantined",
+                    chunk_key=chunk.key,
+                    agent=chunk.agent,
+                    session=chunk.session_id,
+                    day=chunk.day.isoformat(),
+                    failures=record.failures,
+                    error=error[:500],
+                )
+            return
+        log.warning(
+            "chunk.failed", chunk_key=chunk.key, failures=record.failures, error=error[:500]
+        )
+        progress.held_files.update(chunk.files)
+
+    def _stop(self, reason: str, outcome: Literal["stopped", "unusable"] = "stopped") -> bool:
+        if not self.report.stopped_early:
+            self.report.outcome = outcome
+            self.report.stop_reason = reason
+            if reason == "budget":
+                self.budget.log_exhausted_once()
+        return True
+
+    # -- run-level LLM problems ---------------------------------------------------------------
+
+    def _estimate_input(self, chunk: Chunk) -> int:
+        # Transcript plus a fixed allowance for the prompt, tool schema and context.
+        return estimate_tokens(chunk.render()) + PROMPT_TOKENS_ALLOWANCE
+
+    # -- committing ---------------------------------------------------------------------------
+
+
+def _count_by(chunks: Sequence[Chunk], key: Callable[[Chunk], str]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for chunk in chunks:
+        counts[key(chunk)] = counts.get(key(chunk), 0) + 1
+    return dict(sorted(counts.items()))

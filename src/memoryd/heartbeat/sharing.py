@@ -1,0 +1,234 @@
+"""Short conversations of one agent and day sharing one model call (issue 15).
+
+Before a heartbeat applies its chunks, `plan_groups` finds runs of consecutive chunks (in
+chronological order) of the same agent, day and routine, each short, together within one chunk's
+token budget, at most `sections_per_call` of them. When the first chunk of such a group has its
+turn, `answer_group` asks the model once for the whole group (`memoryd.extractors.sections`) and
+splits the answer per chunk. Every chunk keeps its own journal record: each plan is journalled
+before the call, and every chunk's answer (the call's usage on the first) in one transaction
+before anything is applied; the others are then applied at their own turns, in order. A killed
+heartbeat finds the answers in the journal and pays nothing twice; a chunk is filed once, since
+it is marked committed by its own key.
+
+Members are never sent ahead on their own. When the call does not give a usable answer (an
+invalid answer twice, a refusal, an error about this request), its cost is charged and the chunks
+are asked one by one as usual, in this heartbeat and the later ones (the state database keeps
+their keys, so a heartbeat stopped by its budget share does not pay for the same call again);
+an error about the whole run stops the heartbeat as for one chunk.
+Each member is extracted with the context of the moment its group is sent: the members that come
+before it are in the same request, so the model sees what they say.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from memoryd.budget import PROMPT_TOKENS_ALLOWANCE
+from memoryd.extractors.chunking import Chunk
+from memoryd.extractors.extract import (
+    Extraction,
+    InvalidAnswerError,
+    RetryRefusedError,
+    WatchedExtractor,
+    shares_calls,
+)
+from memoryd.extractors.llm_extractor import LLMExtractor
+from memoryd.heartbeat import ahead as sending
+from memoryd.heartbeat import answers
+from memoryd.llm.base import PermanentLLMError, TransientLLMError, UnusableLLMError, estimate_tokens
+from memoryd.llm.prices import Usage
+from memoryd.logs import get_logger
+
+if TYPE_CHECKING:
+    from memoryd.extractors.apply import StoreSession
+    from memoryd.extractors.contract import RecordMemories
+    from memoryd.heartbeat.engine import Heartbeat, _Progress
+
+log = get_logger("memoryd.extractors.sharing")  # the name its events always had
+
+# A chunk this much smaller than the chunk budget is short enough to share a call.
+SHORT_SHARE = 4
+# State-database key: the chunks whose shared call gave no usable answer (asked alone since).
+ALONE_KEY = "sharing.ask_alone"
+
+
+def plan_groups(chunks: list[Chunk], chunk_tokens: int, limit: int) -> dict[str, list[Chunk]]:
+    """The groups of chunks that share one call, by the key of their first chunk (only groups
+    of two or more). The same chunks always give the same groups."""
+    groups: dict[str, list[Chunk]] = {}
+    current: list[Chunk] = []
+    used = 0
+
+    def close() -> None:
+        if len(current) > 1:
+            groups[current[0].key] = list(current)
+
+    for chunk in chunks:
+        size = estimate_tokens(chunk.render()) if chunk.has_dialogue else chunk_tokens
+        fits = (
+            current
+            and size <= chunk_tokens // SHORT_SHARE
+            and len(current) < limit
+            and used + size <= chunk_tokens
+            and (chunk.agent, chunk.day, chunk.routine)
+            == (current[0].agent, current[0].day, current[0].routine)
+        )
+        if fits:
+            current.append(chunk)
+            used += size
+            continue
+        close()
+        current, used = ([chunk], size) if size <= chunk_tokens // SHORT_SHARE else ([], 0)
+    close()
+    return groups
+
+
+def calls_of(chunks: list[Chunk], chunk_tokens: int, limit: int) -> list[list[Chunk]]:
+    """The model calls that would send `chunks` (chronological): each group one call, every
+    other chunk a call of its own (a dry run's estimate)."""
+    groups = plan_groups(chunks, chunk_tokens, limit) if limit >= 2 else {}
+    grouped = {member.key for members in groups.values() for member in members}
+    return [
+        groups.get(chunk.key, [chunk])
+        for chunk in chunks
+        if chunk.key in groups or chunk.key not in grouped
+    ]
+
+
+def plan(hb: Heartbeat, chunks: list[Chunk]) -> None:
+    """Find the heartbeat's groups; their chunks are not sent ahead one by one."""
+    limit = hb.settings.sections_per_call
+    if limit < 2 or not shares_calls(hb.extractor):
+        return
+    alone = _asked_alone(hb, chunks)
+    hb.groups = plan_groups(
+        [chunk for chunk in chunks if chunk.key not in alone], hb.settings.chunk_tokens, limit
+    )
+    for members in hb.groups.values():
+        hb.not_ahead.update(member.key for member in members)
+
+
+def take(
+    hb: Heartbeat,
+    chunk: Chunk,
+    session: StoreSession,
+    progress: _Progress,
+    upcoming: list[Chunk],
+) -> tuple[bool, RecordMemories | None]:
+    """(handled, answer) for a chunk whose turn has come: the answer a shared call gave it;
+    or, for the first chunk of a group not answered yet, one call for the group (the other
+    members' answers journalled and kept for their turns), with (True, None) when the heartbeat
+    stopped or the chunk failed. (False, None): not shared, ask the chunk as usual."""
+    shared = hb.group_answers.pop(chunk.key, None)
+    if shared is not None:
+        return True, shared
+    if chunk.key not in hb.groups or hb.state.journal.answered(chunk.key) is not None:
+        hb.groups.pop(chunk.key, None)
+        return False, None
+    members = [
+        member
+        for member in hb.groups.pop(chunk.key)
+        if member.key == chunk.key or _still_open(hb, member, progress)
+    ]
+    if len(members) < 2:
+        return False, None
+    estimate = hb.budget.estimate(
+        sum(estimate_tokens(member.render()) for member in members) + PROMPT_TOKENS_ALLOWANCE
+    )
+    if estimate is not None and not hb.budget.allows_cost(
+        estimate + hb.ahead.reserved(), hb.report.cost_usd
+    ):
+        return False, None  # asked alone, the chunk's own turn decides about the budget
+    for member in members:
+        hb.state.journal.plan(
+            member.key, run_id=hb.run_id, plan_json=sending.lean_plan(member), at=hb.clock()
+        )
+    handled, result = _call(hb, members, session, progress, estimate)
+    if result is None:
+        return handled, None
+    extraction, given = result
+    model = extraction.model or hb.settings.model
+    with hb.state.transaction():
+        for number, (member, answer) in enumerate(zip(members, given, strict=True)):
+            hb.state.journal.record_answer(
+                member.key,
+                answer_json=answer.model_dump_json(),
+                usage=extraction.usage if number == 0 else Usage(),
+                model=model,
+                at=hb.clock(),
+            )
+        hb._charge(extraction.usage, extraction.model)
+    first = hb.report.chunks_extracted == 0
+    hb.report.chunks_extracted += len(members)
+    if first:
+        sending.note_proven(hb)
+    answers.settle_invalid_answers(hb, progress)
+    answers.answered(hb, valid=True)
+    for member, answer in zip(members[1:], given[1:], strict=True):
+        hb.group_answers[member.key] = answer
+    sending.send_ahead(hb, upcoming, session, progress)
+    return True, given[0]
+
+
+def _call(
+    hb: Heartbeat,
+    members: list[Chunk],
+    session: StoreSession,
+    progress: _Progress,
+    estimate: float | None,
+) -> tuple[bool, tuple[Extraction, list[RecordMemories]] | None]:
+    """The shared call: (True, result), or (handled, None) when it gave no usable answer."""
+    chunk = members[0]
+    contexts = [hb._context(member, session) for member in members]
+    extractor = hb.extractor
+    if not isinstance(extractor, LLMExtractor | WatchedExtractor):
+        return False, None  # `plan` made no group for it
+    try:
+        return True, extractor.extract_sections(
+            members, contexts, sending.retry_check(hb, estimate)
+        )
+    except RetryRefusedError as error:
+        # The shared answer was invalid and its corrective retry would pass the budget.
+        hb._charge(error.usage, None)
+        _ask_alone_from_now_on(hb, members)
+        hb._stop("budget")
+        progress.held_files.update(chunk.files)
+        return True, None
+    except InvalidAnswerError as error:
+        hb._charge(error.usage, None)
+        _ask_alone_from_now_on(hb, members)
+        log.warning("sections.fell_back", chunks=len(members), reason=error.reason[:300])
+        return False, None
+    except (UnusableLLMError, TransientLLMError) as error:
+        answers.extraction_failed(hb, chunk, sending.full_plan(chunk), error, progress)
+        return True, None
+    except PermanentLLMError as error:
+        log.warning("sections.fell_back", chunks=len(members), reason=str(error)[:300])
+        return False, None
+
+
+def _ask_alone_from_now_on(hb: Heartbeat, members: list[Chunk]) -> None:
+    """Remember that these chunks' shared call gave no usable answer: a later heartbeat (this
+    one stopped by its budget share, say) asks them one by one, instead of paying for the same
+    unusable shared call again each time."""
+    alone = set(hb.state.meta.get_json(ALONE_KEY) or [])
+    hb.state.meta.set_json(ALONE_KEY, sorted(alone | {member.key for member in members}))
+
+
+def _asked_alone(hb: Heartbeat, chunks: list[Chunk]) -> set[str]:
+    """The chunks a shared call failed for before; the list forgets those answered since."""
+    stored = hb.state.meta.get_json(ALONE_KEY) or []
+    alone = {key for key in stored if hb.state.journal.answered(key) is None}
+    if len(alone) != len(stored):
+        hb.state.meta.set_json(ALONE_KEY, sorted(alone))
+    return alone & {chunk.key for chunk in chunks}
+
+
+def _still_open(hb: Heartbeat, chunk: Chunk, progress: _Progress) -> bool:
+    """Whether the member still needs the model (not answered, failed for good or held)."""
+    return (
+        chunk.has_dialogue
+        and hb.state.journal.answered(chunk.key) is None
+        and not hb.state.failures.is_quarantined(chunk.key)
+        and not any(path in progress.held_files for path in chunk.files)
+    )

@@ -1,0 +1,53 @@
+"""Content digests as memoryd journals and compares them, read without following symlinks."""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import stat
+from pathlib import Path
+
+from memoryd.errors import StoreError
+from memoryd.worktree._atomic import TEMP_SUFFIX
+
+# The digest recorded for a path with no file: a read that found nothing, or a planned removal.
+ABSENT = "absent"
+
+
+def content_digest(data: bytes) -> str:
+    """The digest memoryd journals and compares: sha256 of the bytes, in hex."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def disk_digest(path: Path) -> str:
+    """Digest of what is at `path` now, never following a symlink at its last component.
+
+    A symlink is digested by its target text; a missing path is ABSENT; a folder is an error.
+    """
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return ABSENT
+    if stat.S_ISLNK(mode):
+        return content_digest(b"symlink:" + os.fsencode(os.readlink(path)))
+    if stat.S_ISDIR(mode):
+        raise StoreError(f"{path} is a folder where a file was expected")
+    return content_digest(read_bytes_nofollow(path))
+
+
+def read_bytes_nofollow(path: Path) -> bytes:
+    """Read a regular file; raise StoreError if the last component is a symlink."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise StoreError(f"{path} is a symlink; memoryd does not follow links") from error
+        raise
+    with os.fdopen(fd, "rb") as handle:
+        return handle.read()
+
+
+def is_temporary(name: str) -> bool:
+    """Whether a file name is one of the atomic-write helper's temporary files."""
+    return name.startswith(".") and name.endswith(TEMP_SUFFIX)
