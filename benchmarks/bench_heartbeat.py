@@ -700,7 +700,8 @@ What the rows say:
   samples (`real/`, read in place; not measured when absent), each heartbeat repeated until nothing
   is left, then the clock moved 15 days on and one idle heartbeat (the journal's prune). A chunk's
   journal row holds its files, line range and digest, the prune gives the space back (migration 4:
-  incremental auto-vacuum), and since migration 5 the mention index (DESIGN §1.2: the cleaned user
+  incremental auto-vacuum), and since migration 5 the mention index (docs/store-format.md, Creating
+  entities: the cleaned user
   and assistant text of every conversation-day, kept after the transcript is gone) is packed: each
   day's text zstd-compressed (level 3 while it may grow, level 15 once its day is past), the FTS5
   index contentless with `detail=none` (only which days hold which token). Since `end` the database

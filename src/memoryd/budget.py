@@ -1,5 +1,6 @@
 """Spend control: the ledger of what calls cost, the daily ceiling and the per-heartbeat
-ceiling (DESIGN §3 `[budget]`). The heartbeat and the weekly rewrite both spend through it.
+ceiling (docs/configuration.md `[budget]`). The heartbeat and the weekly rewrite both spend through
+it.
 
 Spend comes from the usage ledger (every call's cost is recorded as it is made), counted per UTC
 day. Before each call the budget compares what has been spent plus an estimate of the call with

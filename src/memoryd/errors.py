@@ -1,7 +1,7 @@
 """The error hierarchy, typed by what the caller can do about each error.
 
 Every error memoryd raises on purpose derives from `MemorydError`. The one-shot commands map the
-families onto the exit codes of DESIGN §2: configuration problems exit 78, transient conditions
+families onto the exit codes of docs/cli.md: configuration problems exit 78, transient conditions
 exit 75, anything that failed for good exits 1.
 """
 

@@ -28,7 +28,7 @@ from memoryd.settings import Settings, parse_settings
 from memoryd.store.layout import init_store
 
 TEST_KEY = "sk-ant-test-0000000000000000"
-# DESIGN §7's stable log event names.
+# docs/events.md's stable log event names.
 DESIGN_EVENTS = frozenset(
     {
         "heartbeat.started",

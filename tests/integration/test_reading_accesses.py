@@ -1,4 +1,5 @@
-"""Reads count as accesses (DESIGN §10, §1.3), exactly: once per fact, agent and day, applied by
+"""Reads count as accesses (docs/cli.md, Reading the memory; docs/store-format.md, Facts), exactly:
+once per fact, agent and day, applied by
 the next heartbeat in its commit, never twice, whatever a killed heartbeat left behind. Also the
 search ranking (hot over warm over cold at equal match) and the index kept current per file."""
 

@@ -1,4 +1,5 @@
-"""The store is the truth, the state database a cache of it (DESIGN §9): a state database that is
+"""The store is the truth, the state database a cache of it (docs/store-format.md, The store is the
+truth): a state database that is
 deleted, truncated, garbage, another store's, behind or ahead of the store is rebuilt from the
 store's host record, and nothing is lost, filed twice, paid twice or counted twice.
 

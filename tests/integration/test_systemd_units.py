@@ -51,7 +51,8 @@ INSTALLED_PROGRAM = "/usr/local/bin/memoryd"
 USER_PROGRAM = "%h/.local/bin/memoryd"
 EXPOSURE_LIMIT = 2.0
 
-# The hardening every system unit carries, identical in each (DESIGN §8, research §7).
+# The hardening every system unit carries, identical in each (docs/store-format.md, Layout, research
+# §7).
 SANDBOX_KEYS = (
     "NoNewPrivileges",
     "ProtectSystem",

@@ -1,4 +1,5 @@
-"""The `memoryd` command line (DESIGN §2, §10): parse, configure logging, run one command, exit.
+"""The `memoryd` command line (docs/cli.md): parse, configure
+logging, run one command, exit.
 
 This is an entry point: it is where the environment, the clock and the configuration file are
 read and handed down. The commands themselves are in `memoryd.cli.commands`, imported once the

@@ -1,4 +1,4 @@
-"""Every command of `memoryd`, as the parser dispatches them (DESIGN §2).
+"""Every command of `memoryd`, as the parser dispatches them (docs/cli.md).
 
 Each takes the parsed arguments, the loaded configuration, the process environment and the
 stream for results, and returns the exit code. The job a command runs is imported inside it, so
@@ -202,7 +202,8 @@ def _budget_warnings(config: LoadedConfig) -> list[str]:
 def _check_state(config: LoadedConfig, environ: Mapping[str, str], report: CheckReport) -> None:
     """Report what the next job would do about the state database, without doing it: a file
     that is not memoryd's database is moved aside, one bound to another store is emptied, one
-    behind or ahead of this host's record in the store is rebuilt from it (DESIGN §9,
+    behind or ahead of this host's record in the store is rebuilt from it (docs/store-format.md, The
+    store is the truth,
     `memoryd.jobs.reconcile`). Opened as `status` opens it, with a tiny busy timeout; a
     missing database is not opened (that would create it)."""
     from memoryd.daemon.status import STATUS_BUSY_TIMEOUT_MS  # noqa: PLC0415
@@ -408,7 +409,7 @@ def cmd_run(
     try:
         return daemon.run()
     except TransientError as error:
-        # 75 would make systemd restart the daemon in a tight loop (DESIGN §2); a failure at
+        # 75 would make systemd restart the daemon in a tight loop (docs/cli.md); a failure at
         # start-up (e.g. the state database locked) is an ordinary failure, restarted after
         # RestartSec.
         log.error("daemon.failed", error=str(error), error_type=type(error).__name__)

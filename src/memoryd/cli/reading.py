@@ -1,4 +1,5 @@
-"""The reading commands (DESIGN §10): `context`, `search`, `mcp`, and the corrections `forget`
+"""The reading commands (docs/cli.md, Reading the memory): `context`, `search`, `mcp`, and the
+corrections `forget`
 and `supersede`.
 
 Light at import (the parser adds these subcommands before anything heavy is loaded); each

@@ -1,4 +1,5 @@
-"""`memoryd review [accept|reject ID] [--json]`: the tips the safety gate held (DESIGN §10).
+"""`memoryd review [accept|reject ID] [--json]`: the tips the safety gate held (docs/cli.md, Reading
+the memory).
 
 Without an action, list the held items (id, kind, agent, reasons, text and where each came
 from) and say how many were decided before; exit 0. `accept ID` files the tip and `reject ID`

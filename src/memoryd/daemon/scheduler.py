@@ -1,4 +1,4 @@
-"""`memoryd run`: the scheduler in the foreground, for systemd (DESIGN §2, issue 6).
+"""`memoryd run`: the scheduler in the foreground, for systemd (docs/cli.md, issue 6).
 
 One `BlockingScheduler` with one worker thread for the jobs that write (so they never overlap)
 and a second one for the watchdog ping (so a long heartbeat does not starve it):

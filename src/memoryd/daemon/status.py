@@ -1,4 +1,4 @@
-"""`memoryd status [--json]`: what the daemon did, what it will do, what waits (DESIGN §2).
+"""`memoryd status [--json]`: what the daemon did, what it will do, what waits (docs/cli.md).
 
 Reported: the last heartbeat (time, outcome, commit and counters), runs that started and never
 finished, the next runs (computed from the schedule and the last run: `status` does not talk to

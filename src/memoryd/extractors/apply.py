@@ -1,4 +1,5 @@
-"""Applying one validated answer to the store (DESIGN §1.2, §1.3, §6 step 5).
+"""Applying one validated answer to the store (docs/store-format.md, Creating entities;
+docs/store-format.md, Facts; docs/heartbeat.md, step 5).
 
 Everything goes through the heartbeat's transaction, so a later chunk sees (and can supersede)
 what an earlier one filed, and nothing reaches the disk before the heartbeat commits.
@@ -135,7 +136,8 @@ def apply_answer(
     for fact in answer.facts:
         fact_spec = specs.get((normalize_name(fact.entity.name), fact.entity.kind))
         applier.guarded("fact", applier.fact, fact, fact_spec)
-    # A conversation uses a fact once however often the answer names it (DESIGN §1.3).
+    # A conversation uses a fact once however often the answer names it (docs/store-format.md,
+    # Facts).
     for fact_id in dict.fromkeys(answer.accessed):
         applier.guarded("access", applier.access, fact_id)
     if answer.timeline:

@@ -1,6 +1,7 @@
 """Cutting conversations into chunks: one conversation, one calendar day, a bounded size.
 
-A chunk is the unit of one LLM call (DESIGN §5). It never spans two conversations or two days
+A chunk is the unit of one LLM call (docs/llm-contract.md). It never spans two conversations or two
+days
 (days in the configured time zone). A day longer than the token budget is split at turn
 boundaries, greedily from its start, so the same turns always give the same chunks; a single turn
 longer than the budget is split into pieces, each keeping the turn's provenance.

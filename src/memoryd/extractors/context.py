@@ -1,4 +1,5 @@
-"""What the model is shown besides the transcript, so it can avoid duplicates (DESIGN §5).
+"""What the model is shown besides the transcript, so it can avoid duplicates
+(docs/llm-contract.md).
 
 For a chunk: the known entities whose names or aliases occur in it, each with up to a capped
 number of its active facts (one line each: id and text), and the agent's skills index. Both are

@@ -1,4 +1,4 @@
-"""The LLM tool contract of DESIGN §5, as pydantic models.
+"""The LLM tool contract of docs/llm-contract.md, as pydantic models.
 
 The models double as the tool definition the model sees (their JSON Schema is the tool's
 `input_schema`) and as the validator of its answer: an answer that does not validate is never

@@ -1,4 +1,4 @@
-"""Intake: what a heartbeat reads, turned into chunks (DESIGN §6 steps 2 and 3).
+"""Intake: what a heartbeat reads, turned into chunks (docs/heartbeat.md, step 2 and 3).
 
 Every source is read from its committed cursors; each new conversation is cleaned, its user and
 assistant text goes into the full-text index of conversation-days (mention counting needs it

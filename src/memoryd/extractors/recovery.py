@@ -1,4 +1,4 @@
-"""Finishing what a killed heartbeat left half-done (DESIGN §6 steps 1, 4 and 7).
+"""Finishing what a killed heartbeat left half-done (docs/heartbeat.md, step 1, 4 and 7).
 
 Before writing files, a heartbeat records its *intent* in the state database: the writes it is
 about to make (path and digest of the new content), the cursors it will commit, the chunks it

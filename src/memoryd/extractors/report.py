@@ -1,6 +1,6 @@
 """What a heartbeat did: its report, its log line and its commit message.
 
-Outcomes and their exit codes (DESIGN §2): `ok` and `nothing-new` 0; `failed` 1 (a chunk failed
+Outcomes and their exit codes (docs/cli.md): `ok` and `nothing-new` 0; `failed` 1 (a chunk failed
 for a reason of its own); `stopped` 75 (a transient reason: the LLM unreachable, the budget
 spent, a shutdown); `unusable` 78 (the account, key, model or endpoint cannot be used: only the
 operator can fix it, as a configuration error; `unusable` holds the problem). A source whose

@@ -1,4 +1,4 @@
-"""One heartbeat, step by step (DESIGN §6): read, clean, chunk, extract, apply, commit.
+"""One heartbeat, step by step (docs/heartbeat.md): read, clean, chunk, extract, apply, commit.
 
 The order of events is what makes a heartbeat safe to kill at any moment:
 

@@ -1,6 +1,7 @@
 """`memoryd forget` and `memoryd supersede`: correcting a wrong or stale memory by command.
 
-Nothing is deleted (DESIGN §1.3). `forget FACT-ID` gives the fact the status `retracted` and a
+Nothing is deleted (docs/store-format.md, Facts). `forget FACT-ID` gives the fact the status
+`retracted` and a
 `retraction` record (the date, in `schedule.timezone`, and the reason); `supersede FACT-ID TEXT`
 files TEXT as a new active fact of the same entity (same category, true from today, provenance
 `memoryd supersede`) and marks the old one `superseded` with `supersededBy` pointing to it. Either

@@ -1,4 +1,5 @@
-"""Keeping the state database a cache of the store (DESIGN §9), checked before every job.
+"""Keeping the state database a cache of the store (docs/store-format.md, The store is the truth),
+checked before every job.
 
 The store holds what a correct heartbeat needs (`memoryd.store.hosts`: cursors, sources seen,
 pending facts, with a generation raised by each commit that changes them); the state database

@@ -1,4 +1,5 @@
-"""`memoryd review`: the tips the safety gate held (DESIGN §10, issue 13), over real parts.
+"""`memoryd review`: the tips the safety gate held (docs/cli.md, Reading the memory, issue 13), over
+real parts.
 
 Listing reads the store's queue (`.memoryd/review/`) and takes no lock. A decision is a store
 change made under the single-writer lock (the caller takes it) and committed on its own, with

@@ -220,7 +220,7 @@ class UnusableLLMError(PermanentLLMError):
     Not about the request: every call would fail the same way until the operator fixes the
     configuration, the key, the model, the billing or the endpoint, so a run stops at its first
     such error, holds its cursors and charges no chunk with a failure. Exit 78, the code of a
-    configuration error (DESIGN §2): a retry never helps, only the operator can. `kind` says
+    configuration error (docs/cli.md): a retry never helps, only the operator can. `kind` says
     which problem it is, `remedy` what to fix, `api_message` what the server itself said.
     """
 

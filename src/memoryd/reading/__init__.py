@@ -1,4 +1,4 @@
-"""Reading the memory: what agents load and look up (DESIGN §10).
+"""Reading the memory: what agents load and look up (docs/cli.md, Reading the memory).
 
 `context` builds the start-of-run bundle, `search` keeps a full-text index of the store (a cache
 beside the state database, rebuilt from the store at will) and ranks it with recency decay,

@@ -7,7 +7,8 @@ directory. The heartbeat claims the queue under the lock (renames it to `reads-c
 applies the bumps in its commit (`memoryd.store.reads`, which also records the keys counted, so
 nothing is counted twice), and deletes the claimed files only after that commit.
 
-Why this may live outside the store (DESIGN §9, "the store is the truth"): the queue holds only
+Why this may live outside the store (docs/store-format.md, The store is the truth, "the store is the
+truth"): the queue holds only
 reads that are not filed yet, like a transcript line not read yet. Losing it (a wiped state
 directory) loses some access bumps, never a memory, and never counts anything twice; everything
 that was counted is in the store.

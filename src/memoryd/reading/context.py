@@ -1,4 +1,4 @@
-"""`memoryd context`: the start-of-run bundle an agent loads (DESIGN §10).
+"""`memoryd context`: the start-of-run bundle an agent loads (docs/cli.md, Reading the memory).
 
 The bundle is Markdown, made of sections in this order, which is also their priority when the
 token budget is short:

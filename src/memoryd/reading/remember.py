@@ -9,7 +9,8 @@ With an entity given, the turn is a marker line (`remember: <kind> <Name>: <text
 the model and the markers provider file as a fact of that entity; without one it is a `note:`
 line, a timeline entry for the markers provider and plain text for the model to judge.
 
-Like the read queue, these files hold what is not filed yet (DESIGN §9): they are inputs, as a
+Like the read queue, these files hold what is not filed yet (docs/store-format.md, The store is the
+truth): they are inputs, as a
 transcript is, and the cursor of each lives in the store once a heartbeat has read it. They are
 group-writable like the read queue (`memoryd.reading.accesses`), so agents of memoryd's group can
 queue memories.

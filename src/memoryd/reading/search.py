@@ -10,7 +10,8 @@ What is indexed, one entry each, with the store-relative path and the 1-based li
   (`tacit`); headings and blank lines are not entries.
 
 Ranking: SQLite's BM25 (`bm25()`, smaller is better) times a recency weight: an active fact
-weighs by its tier today (hot 1.0, warm 0.85, cold 0.7, DESIGN §1.4), a note by the tier its
+weighs by its tier today (hot 1.0, warm 0.85, cold 0.7, docs/store-format.md, Decay and summaries),
+a note by the tier its
 date would have (the days since it, no accesses), a summary, skill or tacit line as warm, and a
 superseded or retracted fact 0.5. So at equal match hot beats warm beats cold, and a current
 fact beats the one it replaced. Ties go by kind, then id, so the order is stable.
@@ -273,7 +274,7 @@ class SearchIndex:
         """The folders of the active (not archived) entities with hot or warm facts: most hot
         facts first, then most warm ones, then by folder (what `context` loads). One pass over
         a covering index of the active facts; the tier limits are computed once per access
-        count (`TierRule.limits`, DESIGN §1.4)."""
+        count (`TierRule.limits`, docs/store-format.md, Decay and summaries)."""
         counts: dict[str, list[int]] = {}
         limits: dict[int, tuple[int, int]] = {}
         rows = self._db.execute(

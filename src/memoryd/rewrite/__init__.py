@@ -1,4 +1,5 @@
-"""The weekly rewrite (DESIGN §1.4, issue 5): decay tiers, summaries, consolidation, batches.
+"""The weekly rewrite (docs/store-format.md, Decay and summaries, issue 5): decay tiers, summaries,
+consolidation, batches.
 
 `tiers` (the decay rule) → `select` (which entities changed) → `summary` (request, validation,
 template), `batch` (custom ids, matching results) and `consolidate` + `bounded` (files past their

@@ -1,4 +1,5 @@
-"""Bounding the skills files and the tacit file: `consolidate_skills` (DESIGN §5, issue 5).
+"""Bounding the skills files and the tacit file: `consolidate_skills` (docs/llm-contract.md, issue
+5).
 
 Three kinds of file grow between weekly rewrites and are brought back under `MAX_LINES` lines:
 

@@ -25,7 +25,7 @@ def _plural(count: int, word: str, plural: str | None = None) -> str:
 
 @dataclass
 class RewriteReport:
-    """The result of `run_rewrite`. `exit_code` follows DESIGN §2 (see `exit_code`)."""
+    """The result of `run_rewrite`. `exit_code` follows docs/cli.md (see `exit_code`)."""
 
     run_id: str
     outcome: Outcome = "nothing-to-do"

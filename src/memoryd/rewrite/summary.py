@@ -15,7 +15,8 @@ A model's summary is accepted only when (`validate_summary`):
   `[jane-doe-004, jane-doe-007]`, and every id cited anywhere is one the request gave (a hot or
   warm fact of this entity; cold facts are never given, so they can never be cited);
 - no second `# ` title;
-- hot facts come first (DESIGN §1.4): no content line resting only on warm facts comes before a
+- hot facts come first (docs/store-format.md, Decay and summaries): no content line resting only on
+warm facts comes before a
   line citing a hot one. A flat summary (no subheadings) in the wrong order is put in order
   (hot lines first, each group in the model's order); one with subheadings is refused, and the
   correction asks again.

@@ -1,4 +1,4 @@
-"""The configuration: one frozen, typed model loaded from TOML (DESIGN §3).
+"""The configuration: one frozen, typed model loaded from TOML (docs/configuration.md).
 
 Loading happens in two passes. The first validates the file against the model and reports every
 problem at once, each as ``At 'key.path': message``; unknown keys are errors. The second,

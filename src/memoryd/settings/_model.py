@@ -1,4 +1,4 @@
-"""The configuration's typed model (DESIGN §3): one frozen pydantic model per table.
+"""The configuration's typed model (docs/configuration.md): one frozen pydantic model per table.
 
 Unknown keys are errors (`extra="forbid"`); every value is checked where it is declared, so a
 problem is reported with its key path. Loading, path anchoring and the checks of the world the

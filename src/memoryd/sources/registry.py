@@ -1,4 +1,4 @@
-"""The config `format` names (DESIGN §3) and the format each one reads.
+"""The config `format` names (docs/configuration.md) and the format each one reads.
 
 Each format's module is imported the first time its name is looked up, so a process pays only
 for the formats its configuration names (an idle heartbeat starts as a fresh process: issue 15).
@@ -12,7 +12,7 @@ from collections.abc import Iterator, Mapping
 from memoryd.errors import MemorydError
 from memoryd.sources.formats import Format
 
-# Name -> (module, class), in the order of DESIGN §3.
+# Name -> (module, class), in the order of docs/configuration.md
 _READERS: dict[str, tuple[str, str]] = {
     "claude-code": ("memoryd.sources.claude_code", "ClaudeCodeFormat"),
     "codex": ("memoryd.sources.codex", "CodexFormat"),

@@ -1,7 +1,8 @@
 """The readers' cursors: per (agent, source key, file path), an opaque JSON text.
 
 The readers own the cursor format (`FileCursor.to_json()`); this module only keeps the text.
-Cursors advance only after the heartbeat's commit (DESIGN §6 step 7), and a source's cursors
+Cursors advance only after the heartbeat's commit (docs/heartbeat.md, step 7), and a source's
+cursors
 are replaced as a set: `replace_source` writes the given cursors and deletes the source's other
 cursors (files that are gone or forgotten) in one transaction, so a crash never leaves a source
 half advanced.

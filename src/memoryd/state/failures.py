@@ -1,4 +1,5 @@
-"""Failed chunks and quarantine (DESIGN §6): a chunk that fails in 3 heartbeats is set aside.
+"""Failed chunks and quarantine (docs/heartbeat.md): a chunk that fails in 3 heartbeats is set
+aside.
 
 A chunk's failures are counted once per run however often it fails within that run (an invalid
 answer retried within a heartbeat is one failure). At the threshold the chunk is quarantined:

@@ -1,4 +1,4 @@
-"""The chunk journal that makes a heartbeat safe to kill at any moment (DESIGN §6 step 4).
+"""The chunk journal that makes a heartbeat safe to kill at any moment (docs/heartbeat.md, step 4).
 
 Each chunk, keyed by a chunk key the pipeline builds (agent, file, byte range, digest), moves
 through four states, each recorded before the step it guards:

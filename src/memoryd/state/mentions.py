@@ -1,6 +1,7 @@
 """The full-text index of conversation-days, and mention counting for the entity heuristics.
 
-DESIGN §1.2: a name counts one mention per conversation and day in whose cleaned user or
+docs/store-format.md, Creating entities: a name counts one mention per conversation and day in whose
+cleaned user or
 assistant text it occurs as whole words, case-insensitively, across everything memoryd has read,
 even after the transcript is gone. So this module keeps one row per (agent, session, day) with
 that day's cleaned text, appended to as more of the conversation-day is read, and an FTS5 index

@@ -1,4 +1,5 @@
-"""Pending facts: facts of entities that have not qualified for a folder yet (DESIGN §1.2).
+"""Pending facts: facts of entities that have not qualified for a folder yet (docs/store-format.md,
+Creating entities).
 
 A fact whose entity does not qualify is written to the daily note and kept here; when the entity
 later qualifies, the pipeline lists its pending facts (by the entity's normalized keys: its name
@@ -59,7 +60,7 @@ def _fact(row: sqlite3.Row) -> PendingRow:
 
 
 class PendingTable:
-    """The pending facts of the state database (DESIGN §1.2)."""
+    """The pending facts of the state database (docs/store-format.md, Creating entities)."""
 
     def __init__(self, db: StateDB) -> None:
         self._db = db

@@ -44,7 +44,8 @@ _CREATE_V1 = (
         cursor_json TEXT NOT NULL,
         PRIMARY KEY (agent, source_key, file_path)
     ) STRICT""",
-    # The cleaned text of every conversation-day read so far (DESIGN §1.2), and its index.
+    # The cleaned text of every conversation-day read so far (docs/store-format.md, Creating
+    # entities), and its index.
     """CREATE TABLE conversation_days (
         id INTEGER PRIMARY KEY,
         agent TEXT NOT NULL,
@@ -74,7 +75,7 @@ _CREATE_V1 = (
             VALUES ('delete', old.id, old.text);
         INSERT INTO conversation_days_fts (rowid, text) VALUES (new.id, new.text);
     END""",
-    # Facts of entities that have not qualified yet (DESIGN §1.2).
+    # Facts of entities that have not qualified yet (docs/store-format.md, Creating entities).
     """CREATE TABLE pending_facts (
         id INTEGER PRIMARY KEY,
         entity_name TEXT NOT NULL,
@@ -98,7 +99,7 @@ _CREATE_V1 = (
         counters_json TEXT
     ) STRICT""",
     "CREATE INDEX runs_by_job_and_start ON runs (job, started_at)",
-    # The chunk journal (DESIGN §6 step 4): planned -> answered -> applied -> committed.
+    # The chunk journal (docs/heartbeat.md, step 4): planned -> answered -> applied -> committed.
     """CREATE TABLE chunks (
         chunk_key TEXT PRIMARY KEY,
         state TEXT NOT NULL
@@ -186,7 +187,8 @@ _CREATE_REWRITE_ANSWERS = (
 # after the journal's 14-day prune instead of keeping its largest size for ever.
 _INCREMENTAL_VACUUM = ("PRAGMA auto_vacuum = INCREMENTAL", "VACUUM")
 
-# Version 5: the mention index packed (DESIGN §1.2 keeps every conversation-day's text for good,
+# Version 5: the mention index packed (docs/store-format.md, Creating entities keeps every
+# conversation-day's text for good,
 # so it is most of a long-lived database). Each row's text is stored zstd-compressed (`packed`,
 # see `state/_packing.py`; the SQL function `memoryd_pack_text` is registered on every
 # connection), and the FTS5 index becomes contentless with `detail=none` and no column sizes: it

@@ -1,4 +1,5 @@
-"""Entities of the knowledge graph: kinds, refs, folders, metadata and name matching (DESIGN §1.1).
+"""Entities of the knowledge graph: kinds, refs, folders, metadata and name matching
+(docs/store-format.md, Entities).
 
 An entity is a folder under `life/` holding `summary.md`, `items.json` and memoryd's own
 metadata, `entity.json` (name, kind, aliases, status, created date). Invariants:

@@ -1,4 +1,5 @@
-"""The rules that change an entity's facts (DESIGN §1.3): add, supersede, access bumps.
+"""The rules that change an entity's facts (docs/store-format.md, Facts): add, supersede, access
+bumps.
 
 Invariants kept here:
 

@@ -1,6 +1,7 @@
 """Each host's record in the store: what its heartbeats consumed and what they hold back.
 
-The store is memoryd's source of truth (DESIGN §9); the state database is a cache of it. What a
+The store is memoryd's source of truth (docs/store-format.md, The store is the truth); the state
+database is a cache of it. What a
 correct next heartbeat needs beyond the memories themselves is written here, in the same commit
 as the memories it produced, one file per host: `.memoryd/hosts/<host>.json`. It holds
 
@@ -8,7 +9,8 @@ as the memories it produced, one file per host: `.memoryd/hosts/<host>.json`. It
   i.e. how far each transcript has been consumed;
 - `seen`: the source keys read at least once (a source seen for the first time is read from the
   backfill window, not from its beginning);
-- `pending`: the facts about entities that have not qualified yet (DESIGN §1.2);
+- `pending`: the facts about entities that have not qualified yet (docs/store-format.md, Creating
+entities);
 - `ahead`: per transcript file whose cursor was held back (a chunk of it failed, or the heartbeat
   stopped), the line ranges already filed beyond that cursor, so that reading the file again
   from its cursor never files them twice, whatever the journal in the state database says and

@@ -1,4 +1,4 @@
-"""The `items.json` file format of DESIGN §1.3: facts as data, parsed and rendered.
+"""The `items.json` file format of docs/store-format.md, Facts: facts as data, parsed and rendered.
 
 `items.json` is a JSON array, indent 2, UTF-8 (not ASCII-escaped), sorted by id in numeric order,
 each fact's keys in the DESIGN's order (unknown keys kept, after them, sorted), trailing newline.
@@ -68,7 +68,8 @@ class Fact:
     extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
 
-# Fact ids (DESIGN §1.3) are `<entity-slug>-<digits>`. A store used by one host numbers each
+# Fact ids (docs/store-format.md, Facts) are `<entity-slug>-<digits>`. A store used by one host
+# numbers each
 # entity's facts 001, 002, ... (`<slug>-NNN`, the highest short number + 1). A store shared by
 # several hosts (`git.push`) must not let two hosts give one id to different facts, and has no
 # coordinator: each host numbers its facts in its own range, `<slug>-<HHHH><NNN>`, HHHH being a

@@ -1,6 +1,7 @@
 """The store's skeleton and its format version: `init_store` creates it, `open_store` checks it.
 
-The format version is an integer in `.memoryd-format` at the store root (DESIGN §1). A store of a
+The format version is an integer in `.memoryd-format` at the store root (docs/store-format.md). A
+store of a
 newer format is refused (StoreFormatError) before anything is touched; an older one is brought up
 to date by the migrations in `MIGRATIONS`, one version step at a time, each returning the paths
 it changed so that they are committed together.

@@ -2,7 +2,8 @@
 
 A note has a header (the date and a sentence saying what the file is), a `## Timeline` section of
 entries `- HH:MM · agent · text`, and, when needed, a `## Pending facts` section holding facts
-about names that do not qualify as entities yet (DESIGN §1.2) as `- **Name** (kind): fact`.
+about names that do not qualify as entities yet (docs/store-format.md, Creating entities) as `-
+**Name** (kind): fact`.
 
 Invariants:
 - appending is idempotent: an entry whose line equals (after `normalize_statement`) one already

@@ -1,8 +1,10 @@
 """Reads that counted as accesses: which agent read which fact on which day, per host.
 
-DESIGN §10: a fact an agent reads (`search`, `context`, `mcp`) counts as accessed once per fact,
+docs/cli.md, Reading the memory: a fact an agent reads (`search`, `context`, `mcp`) counts as
+accessed once per fact,
 agent and day, and the next heartbeat applies the bump (`accessCount` + 1, `lastAccessed` moved
-forward to the day of the read, DESIGN §1.3) in its commit. So that a read is never counted
+forward to the day of the read, docs/store-format.md, Facts) in its commit. So that a read is never
+counted
 twice (a second read the same day, a heartbeat killed after its commit and before it forgot the
 reads it had claimed), the keys counted are recorded in the store, in the same commit as the
 bumps, one file per host: `.memoryd/reads/<host>.json`, a sorted list of

@@ -1,7 +1,8 @@
 """The review queue: skill tips and tacit lines the safety gate held back (issue 13).
 
 A held item is one JSON file in the store, `.memoryd/review/<id>.json`, committed with the
-heartbeat that held it: the queue is part of the truth (DESIGN §9), so it survives the loss of
+heartbeat that held it: the queue is part of the truth (docs/store-format.md, The store is the
+truth), so it survives the loss of
 the state database, and it travels with the store to every host. Each file holds what would
 have been filed (`kind`: `skill`, `routine-skill` or `tacit`; `agent`, `routine`, `topic`,
 `text`), why it was held (`reasons`), where it came from (`sources`, see

@@ -1,4 +1,5 @@
-"""Agent skills (DESIGN §1): tier-1 topic files with their index, and tier-2 routine files.
+"""Agent skills (docs/store-format.md): tier-1 topic files with their index, and tier-2 routine
+files.
 
 Layout below the skills folder (config `store.skills_dir`, default `agents`):
 

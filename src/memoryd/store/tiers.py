@@ -1,4 +1,5 @@
-"""Decay tiers of facts: hot, warm or cold by days since `lastAccessed` (DESIGN §1.4).
+"""Decay tiers of facts: hot, warm or cold by days since `lastAccessed` (docs/store-format.md, Decay
+and summaries).
 
 The rule, with `age` = days from `lastAccessed` to "today" (a date in `schedule.timezone`) and
 `n` = `accessCount`:

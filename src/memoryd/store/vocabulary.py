@@ -1,4 +1,5 @@
-"""The memory model's vocabulary (DESIGN §1.1, §1.3, §5), declared once for the whole package:
+"""The memory model's vocabulary (docs/store-format.md, Entities; docs/store-format.md, Facts;
+docs/llm-contract.md), declared once for the whole package:
 the kinds of entity, their lifecycle statuses and the categories of fact.
 
 The LLM tool contract, the markers provider and the store all use these names; the store's

@@ -1,4 +1,5 @@
-"""The full-text index of conversation-days and whole-word mention counting (DESIGN §1.2)."""
+"""The full-text index of conversation-days and whole-word mention counting (docs/store-format.md,
+Creating entities)."""
 
 from __future__ import annotations
 

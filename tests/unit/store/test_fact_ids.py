@@ -1,4 +1,5 @@
-"""Fact ids unique across the hosts of a shared store, without a coordinator (DESIGN §1.3)."""
+"""Fact ids unique across the hosts of a shared store, without a coordinator (docs/store-format.md,
+Facts)."""
 
 from __future__ import annotations
 
