@@ -1,4 +1,4 @@
-"""The state database's size per MB of transcript read (issue 15), for `bench_heartbeat --only db`.
+"""The state database's size per MB of transcript read, for `bench_heartbeat --only db`.
 
 Measured on data big enough for the fixed pages (each table and index holds at least one 4 KB
 page) not to decide the ratio: a synthetic backfill of tens of MB (`--db-agents` x `--db-days`

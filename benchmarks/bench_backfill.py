@@ -1,4 +1,4 @@
-"""The issue's backfill through the daemon (issue 15): `memoryd run` as a subprocess on a first
+"""A first backfill through the daemon: `memoryd run` as a subprocess on a first
 backfill of 4 agents x 30 days x 5 conversations (600 chunks), with the fake Anthropic server
 answering after `--latency` seconds over loopback through the real SDK.
 

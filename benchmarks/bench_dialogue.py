@@ -1,4 +1,4 @@
-"""Input tokens sent per dialogue token on short dialogue sessions (issue 15).
+"""Input tokens sent per dialogue token on short dialogue sessions.
 
 Ten short work conversations of one agent on one day (one file each, a few turns of plain
 dialogue, no tool output) go through one real heartbeat (`tests.integration.harness`) against the

@@ -1,4 +1,4 @@
-"""Heartbeat benchmark (issue 15): backfill speed, the idle heartbeat, the state database's size
+"""Heartbeat benchmark: backfill speed, the idle heartbeat, the state database's size
 and the heartbeat's cost on a big store. Everything runs against the fake Anthropic server over
 loopback through the real SDK; data is built under `$TMPDIR/memoryd-bench/heartbeat/`.
 

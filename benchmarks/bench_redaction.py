@@ -1,6 +1,6 @@
 """Redaction benchmark: how fast cleaning (scaffolding, unsafe characters, secrets, base64) runs.
 
-What it measures (issue 13, which added many rules): the throughput of
+What it measures (the redaction rules are many, so their cost is watched): the throughput of
 `memoryd.sources.clean.clean_text`, line by line as the readers hand text over, on
 
 1. a generated corpus (`--megabytes`, default 8): code, shell sessions, prose and JSON tool output

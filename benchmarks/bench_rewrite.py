@@ -1,6 +1,6 @@
 """Rewrite benchmark: the weekly selection pass on a large store, everything but the LLM.
 
-What it measures (issue 5): a store of 100,000 facts in 5,000 entities (`--scale 1`) is
+What it measures: a store of 100,000 facts in 5,000 entities (`--scale 1`) is
 generated once under `$TMPDIR/memoryd-bench/rewrite/` and reused by later runs (items.json and
 entity.json written directly, in the store's own formats; no git history is needed to read it).
 The store is a git repository of its own, outside any work tree: generated inside one (this

@@ -1,6 +1,6 @@
 """Sources benchmark: incremental reading must cost what is new, not what is old.
 
-What it measures (issue 3):
+What it measures:
 1. A history of Claude Code transcripts (2,000 files of ~250 KB, about 500 MB at `--scale 1`) is
    generated under benchmarks/.data/ and first seen with a backfill cutoff after its files'
    times, so the reader fast-forwards through it. Then 1 MB is appended across 20 of its files.
