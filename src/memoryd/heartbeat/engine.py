@@ -23,7 +23,7 @@ on. A transient failure (the API unreachable, the budget spent) stops the heartb
 applied so far is committed, and everything after it waits for the next heartbeat.
 
 A run-level failure of the model (`UnusableLLMError`) stops the heartbeat the same way but
-counts against no chunk (`memoryd.heartbeat.answers`).
+counts against no chunk (`memoryd.heartbeat.verdicts`).
 """
 
 from __future__ import annotations
@@ -32,11 +32,8 @@ import json
 import time as monotonic_time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
-from zoneinfo import ZoneInfo
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
 from memoryd.budget import PROMPT_TOKENS_ALLOWANCE, Budget
 from memoryd.errors import ConcurrentEditError
@@ -52,73 +49,26 @@ from memoryd.extractors.intake import (
 from memoryd.extractors.recovery import GENERATION_KEY
 from memoryd.extractors.report import HeartbeatReport
 from memoryd.gitrepo import GitStore
-from memoryd.heartbeat import ahead as sending
 from memoryd.heartbeat import committing, processing, sharing
-from memoryd.heartbeat.ahead import Ahead, Flight
-from memoryd.llm.base import (
-    estimate_tokens,
-)
-from memoryd.llm.prices import PriceTable, Usage
+from memoryd.heartbeat.ahead import Ahead
+from memoryd.heartbeat.processing import ReadAccess, SecretScanner, StoreWork, SummaryRefresher
+from memoryd.heartbeat.run import HeartbeatOptions, RunBook
+from memoryd.llm.base import estimate_tokens
+from memoryd.llm.prices import PriceTable
 from memoryd.logs import get_logger
 from memoryd.state.facade import State
 from memoryd.store.hosts import record_generation, record_path
 from memoryd.worktree import UnitOfWork
 
 if TYPE_CHECKING:
-    from memoryd.extractors.apply import StoreSession
-    from memoryd.extractors.contract import RecordMemories
-    from memoryd.extractors.extract import ChunkContext, Extractor
-    from memoryd.store.catalog import EntityCatalog
-    from memoryd.worktree import FileTransaction
-
-# What only a heartbeat with something to file needs (applying answers, the entity catalogue,
-# the tool contract's models, the index) is imported where it is used: an idle heartbeat, a
-# subprocess every few minutes, must not pay for it (issue 15). Hence the PLC0415 imports below.
+    from memoryd.extractors.extract import Extractor
 
 log = get_logger("memoryd.extractors.heartbeat")  # the name its events always had
 
 __all__ = ["Heartbeat", "HeartbeatOptions", "HeartbeatReport", "Source"]
 
-SecretScanner = Callable[[str], list[str]]
-# Given the transaction, the catalogue, the items.json paths a heartbeat changed and the
-# processing date, stage those entities' refreshed summaries and return their refs (the jobs
-# layer passes `memoryd.store.refresh.refresh_summaries` with the configured decay rule).
-SummaryRefresher = Callable[["FileTransaction", "EntityCatalog", Sequence[str], date], list[str]]
-# Reads by agents not filed yet (`memoryd.reading.accesses`): (fact id, agent, day) each.
-ReadAccess = tuple[str, str, date]
-_MAX_REPLANS = 3
-
-
-@dataclass(frozen=True)
-class HeartbeatOptions:
-    zone: ZoneInfo
-    chunk_tokens: int
-    context_facts: int
-    min_mentions: int
-    skills_dir: str
-    tacit_file: str
-    backfill: timedelta | None
-    daily_usd: float
-    heartbeat_usd: float
-    model: str
-    host: str = "localhost"  # the name of this host's record in the store
-    host_code: int | None = None  # fact ids in this host's range (a store shared by hosts)
-    quarantine_after: int = 3
-    concurrency: int = 1  # model calls in flight at once (`memoryd.heartbeat.ahead`)
-    sections_per_call: int = 1  # short chunks sharing one call (`memoryd.heartbeat.sharing`)
-    catalog_cache: Path | None = None  # the entity catalogue's cache (in the state directory)
-    keep_catalog: bool = False  # kept in memory for the process's next heartbeat (the daemon)
-
-
-@dataclass
-class _Progress:
-    """The in-flight state of a heartbeat's processing loop."""
-
-    done: list[str] = field(default_factory=list)  # chunk keys applied in this heartbeat
-    held_files: set[str] = field(default_factory=set)  # files whose cursor must not advance
-    answers: dict[str, RecordMemories] = field(default_factory=dict)
-    # Invalid answers not yet recorded as failures: (chunk, plan, error), oldest first.
-    held_back: list[tuple[Chunk, str, str]] = field(default_factory=list)
+# Attempts at filing a heartbeat's answers while others keep editing the store under it.
+MAX_REPLANS = 3
 
 
 class Heartbeat:
@@ -159,14 +109,6 @@ class Heartbeat:
         self.budget = Budget(
             settings.daily_usd, settings.heartbeat_usd, settings.model, prices, state, clock
         )
-        self.ahead = Ahead(extractor, settings.concurrency)
-        self.not_ahead: set[str] = set()  # chunks never to send ahead in this heartbeat
-        self._set_aside: list[Flight] = []  # answers given for a context that changed since
-        self._proven: bool | None = None  # whether calls may run ahead (see `llm_proven`)
-        # Chunks sharing one call, by their first chunk's key, and the answers such a call gave
-        # for the chunks after the first (`memoryd.heartbeat.sharing`).
-        self.groups: dict[str, list[Chunk]] = {}
-        self.group_answers: dict[str, RecordMemories] = {}
         # Paths of the edits made outside memoryd, committed by this heartbeat: their entities'
         # lines of life/index.md are rendered again (`update_index`).
         self._foreign_paths: list[str] = []
@@ -193,15 +135,24 @@ class Heartbeat:
         self.report.sources_unreadable = dict(read.unreadable)
         chunks = chronological(read.chunks + requeued_chunks(self.state))
         self.report.chunks = len(chunks)
-        progress = _Progress()
+        book = RunBook(
+            settings=self.settings,
+            state=self.state,
+            extractor=self.extractor,
+            budget=self.budget,
+            report=self.report,
+            clock=self.clock,
+            should_stop=self.should_stop,
+            ahead=Ahead(self.extractor, self.settings.concurrency),
+        )
         # Idle: nothing to file and no read position moved. No store session (the entity
         # catalogue is not read), no commit, no model: an idle heartbeat costs a read of the
         # sources' metadata and two rows in the run history.
         # Reads queued by agents are work too: their access bumps are filed by a commit.
         busy = bool(chunks or self.reads or read.new != read.old or not self._record_in_step())
         if busy:
-            self._process_replanning(chunks, read, progress)
-        committing.prune(self, settle=busy)
+            self._process_replanning(book, chunks, read)
+        committing.prune(book, settle=busy)
         # Left for the next heartbeat by a share of this one, not by a problem or the day's
         # budget: the daemon goes on at once.
         self.report.more_waiting = self.report.more_waiting or (
@@ -224,10 +175,13 @@ class Heartbeat:
             return False  # the full reader says what is wrong with it, on the commit path
         return generation == int(self.state.meta.get(GENERATION_KEY) or 0)
 
-    def _process_replanning(self, chunks: list[Chunk], read: Intake, progress: _Progress) -> None:
-        for attempt in range(_MAX_REPLANS):
+    def _process_replanning(self, book: RunBook, chunks: list[Chunk], read: Intake) -> None:
+        for attempt in range(MAX_REPLANS):
             try:
-                processing.process(self, chunks, read, progress, replay=attempt > 0)
+                self.committed_paths += processing.process(
+                    book, self._store_work(), chunks, read, replay=attempt > 0
+                )
+                self.reads_filed = True
                 break
             except ConcurrentEditError as error:
                 # Someone edited a file between our read and our write: re-read and re-apply
@@ -240,7 +194,19 @@ class Heartbeat:
         else:
             # The store kept changing under us: nothing of this heartbeat was written; its
             # answers are journalled, so the next heartbeat files them without calling the model.
-            self._stop("the store kept changing while memoryd wrote to it")
+            book.stop("the store kept changing while memoryd wrote to it")
+
+    def _store_work(self) -> StoreWork:
+        return StoreWork(
+            git=self.git,
+            sources=self.sources,
+            scan_secrets=self.scan_secrets,
+            prompt_refs=self.extractor.prompt_refs,
+            reads=self.reads,
+            refresh_summaries=self.refresh_summaries,
+            foreign_paths=tuple(self._foreign_paths),
+            withheld=frozenset(self._withheld),
+        )
 
     def dry_run(self, *, shares_calls: bool = False) -> dict[str, Any]:
         """What a heartbeat would send now: chunks, calls, estimated tokens and cost. Changes
@@ -279,83 +245,6 @@ class Heartbeat:
             now=self.clock(),
             index_mentions=index_mentions,
         )
-
-    # -- processing ---------------------------------------------------------------------------
-
-    @property
-    def llm_proven(self) -> bool:
-        """Whether a valid answer (in this heartbeat, or recently) shows that the model works:
-        until then, calls are not sent ahead (`memoryd.heartbeat.ahead`)."""
-        if self.report.chunks_extracted > 0:
-            return True
-        if self._proven is None:
-            self._proven = sending.proven_recently(self)
-        return self._proven
-
-    def _context(self, chunk: Chunk, session: StoreSession) -> ChunkContext:
-        from memoryd.extractors.context import build_context  # noqa: PLC0415 - see the imports
-        from memoryd.store.skills import INDEX_FILE, agent_folder  # noqa: PLC0415
-
-        return build_context(
-            chunk,
-            tx=session.tx,
-            catalog=session.catalog,
-            facts=session.facts,
-            max_facts=self.settings.context_facts,
-            skills_index_path=f"{agent_folder(self.settings.skills_dir, chunk.agent)}/{INDEX_FILE}",
-        )
-
-    def _charge(self, usage: Usage, model: str | None) -> None:
-        cost = self.budget.charge(usage, model, job="heartbeat", run_id=self.run_id)
-        self.report.usage = self.report.usage + usage
-        self.report.cost_usd += cost
-
-    def _fail(self, chunk: Chunk, plan: str, error: str, progress: _Progress) -> None:
-        record = self.state.failures.record_failure(
-            chunk.key,
-            run_id=self.run_id,
-            error=error,
-            plan_json=plan,
-            at=self.clock(),
-            threshold=self.settings.quarantine_after,
-        )
-        self.report.chunks_failed += 1
-        if not self.report.stopped_early:
-            self.report.outcome = "failed"
-        if record.quarantined:
-            # Quarantined chunks are kept whole in the database; reading moves on past them.
-            if record.newly_quarantined:
-                self.report.chunks_quarantined += 1
-                log.error(
-                    "chunk.quarantined",
-                    chunk_key=chunk.key,
-                    agent=chunk.agent,
-                    session=chunk.session_id,
-                    day=chunk.day.isoformat(),
-                    failures=record.failures,
-                    error=error[:500],
-                )
-            return
-        log.warning(
-            "chunk.failed", chunk_key=chunk.key, failures=record.failures, error=error[:500]
-        )
-        progress.held_files.update(chunk.files)
-
-    def _stop(self, reason: str, outcome: Literal["stopped", "unusable"] = "stopped") -> bool:
-        if not self.report.stopped_early:
-            self.report.outcome = outcome
-            self.report.stop_reason = reason
-            if reason == "budget":
-                self.budget.log_exhausted_once()
-        return True
-
-    # -- run-level LLM problems ---------------------------------------------------------------
-
-    def _estimate_input(self, chunk: Chunk) -> int:
-        # Transcript plus a fixed allowance for the prompt, tool schema and context.
-        return estimate_tokens(chunk.render()) + PROMPT_TOKENS_ALLOWANCE
-
-    # -- committing ---------------------------------------------------------------------------
 
 
 def _count_by(chunks: Sequence[Chunk], key: Callable[[Chunk], str]) -> dict[str, int]:

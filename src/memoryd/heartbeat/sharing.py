@@ -1,4 +1,4 @@
-"""Short conversations of one agent and day sharing one model call (issue 15).
+"""Short conversations of one agent and day sharing one model call.
 
 Before a heartbeat applies its chunks, `plan_groups` finds runs of consecutive chunks (in
 chronological order) of the same agent, day and routine, each short, together within one chunk's
@@ -33,8 +33,9 @@ from memoryd.extractors.extract import (
     shares_calls,
 )
 from memoryd.extractors.llm_extractor import LLMExtractor
-from memoryd.heartbeat import ahead as sending
-from memoryd.heartbeat import answers
+from memoryd.heartbeat import sending, verdicts
+from memoryd.heartbeat.ahead import full_plan, lean_plan
+from memoryd.heartbeat.run import RunBook
 from memoryd.llm.base import PermanentLLMError, TransientLLMError, UnusableLLMError, estimate_tokens
 from memoryd.llm.prices import Usage
 from memoryd.logs import get_logger
@@ -42,7 +43,6 @@ from memoryd.logs import get_logger
 if TYPE_CHECKING:
     from memoryd.extractors.apply import StoreSession
     from memoryd.extractors.contract import RecordMemories
-    from memoryd.heartbeat.engine import Heartbeat, _Progress
 
 log = get_logger("memoryd.extractors.sharing")  # the name its events always had
 
@@ -95,140 +95,135 @@ def calls_of(chunks: list[Chunk], chunk_tokens: int, limit: int) -> list[list[Ch
     ]
 
 
-def plan(hb: Heartbeat, chunks: list[Chunk]) -> None:
+def plan(run: RunBook, chunks: list[Chunk]) -> None:
     """Find the heartbeat's groups; their chunks are not sent ahead one by one."""
-    limit = hb.settings.sections_per_call
-    if limit < 2 or not shares_calls(hb.extractor):
+    limit = run.settings.sections_per_call
+    if limit < 2 or not shares_calls(run.extractor):
         return
-    alone = _asked_alone(hb, chunks)
-    hb.groups = plan_groups(
-        [chunk for chunk in chunks if chunk.key not in alone], hb.settings.chunk_tokens, limit
+    alone = _asked_alone(run, chunks)
+    run.groups = plan_groups(
+        [chunk for chunk in chunks if chunk.key not in alone], run.settings.chunk_tokens, limit
     )
-    for members in hb.groups.values():
-        hb.not_ahead.update(member.key for member in members)
+    for members in run.groups.values():
+        run.not_ahead.update(member.key for member in members)
 
 
 def take(
-    hb: Heartbeat,
+    run: RunBook,
     chunk: Chunk,
     session: StoreSession,
-    progress: _Progress,
     upcoming: list[Chunk],
 ) -> tuple[bool, RecordMemories | None]:
     """(handled, answer) for a chunk whose turn has come: the answer a shared call gave it;
     or, for the first chunk of a group not answered yet, one call for the group (the other
     members' answers journalled and kept for their turns), with (True, None) when the heartbeat
     stopped or the chunk failed. (False, None): not shared, ask the chunk as usual."""
-    shared = hb.group_answers.pop(chunk.key, None)
+    shared = run.group_answers.pop(chunk.key, None)
     if shared is not None:
         return True, shared
-    if chunk.key not in hb.groups or hb.state.journal.answered(chunk.key) is not None:
-        hb.groups.pop(chunk.key, None)
+    if chunk.key not in run.groups or run.state.journal.answered(chunk.key) is not None:
+        run.groups.pop(chunk.key, None)
         return False, None
     members = [
         member
-        for member in hb.groups.pop(chunk.key)
-        if member.key == chunk.key or _still_open(hb, member, progress)
+        for member in run.groups.pop(chunk.key)
+        if member.key == chunk.key or _still_open(run, member)
     ]
     if len(members) < 2:
         return False, None
-    estimate = hb.budget.estimate(
+    estimate = run.budget.estimate(
         sum(estimate_tokens(member.render()) for member in members) + PROMPT_TOKENS_ALLOWANCE
     )
-    if estimate is not None and not hb.budget.allows_cost(
-        estimate + hb.ahead.reserved(), hb.report.cost_usd
+    if estimate is not None and not run.budget.allows_cost(
+        estimate + run.ahead.reserved(), run.report.cost_usd
     ):
         return False, None  # asked alone, the chunk's own turn decides about the budget
     for member in members:
-        hb.state.journal.plan(
-            member.key, run_id=hb.run_id, plan_json=sending.lean_plan(member), at=hb.clock()
+        run.state.journal.plan(
+            member.key, run_id=run.run_id, plan_json=lean_plan(member), at=run.clock()
         )
-    handled, result = _call(hb, members, session, progress, estimate)
+    handled, result = _call(run, members, session, estimate)
     if result is None:
         return handled, None
     extraction, given = result
-    model = extraction.model or hb.settings.model
-    with hb.state.transaction():
+    model = extraction.model or run.settings.model
+    with run.state.transaction():
         for number, (member, answer) in enumerate(zip(members, given, strict=True)):
-            hb.state.journal.record_answer(
+            run.state.journal.record_answer(
                 member.key,
                 answer_json=answer.model_dump_json(),
                 usage=extraction.usage if number == 0 else Usage(),
                 model=model,
-                at=hb.clock(),
+                at=run.clock(),
             )
-        hb._charge(extraction.usage, extraction.model)
-    first = hb.report.chunks_extracted == 0
-    hb.report.chunks_extracted += len(members)
-    if first:
-        sending.note_proven(hb)
-    answers.settle_invalid_answers(hb, progress)
-    answers.answered(hb, valid=True)
+        run.charge(extraction.usage, extraction.model)
+    run.note_extracted(len(members))
+    verdicts.settle_invalid_answers(run)
+    verdicts.answered(run, valid=True)
     for member, answer in zip(members[1:], given[1:], strict=True):
-        hb.group_answers[member.key] = answer
-    sending.send_ahead(hb, upcoming, session, progress)
+        run.group_answers[member.key] = answer
+    sending.send_ahead(run, upcoming, session)
     return True, given[0]
 
 
 def _call(
-    hb: Heartbeat,
+    run: RunBook,
     members: list[Chunk],
     session: StoreSession,
-    progress: _Progress,
     estimate: float | None,
 ) -> tuple[bool, tuple[Extraction, list[RecordMemories]] | None]:
     """The shared call: (True, result), or (handled, None) when it gave no usable answer."""
     chunk = members[0]
-    contexts = [hb._context(member, session) for member in members]
-    extractor = hb.extractor
+    contexts = [run.context(member, session) for member in members]
+    extractor = run.extractor
     if not isinstance(extractor, LLMExtractor | WatchedExtractor):
         return False, None  # `plan` made no group for it
     try:
         return True, extractor.extract_sections(
-            members, contexts, sending.retry_check(hb, estimate)
+            members, contexts, sending.retry_check(run, estimate)
         )
     except RetryRefusedError as error:
         # The shared answer was invalid and its corrective retry would pass the budget.
-        hb._charge(error.usage, None)
-        _ask_alone_from_now_on(hb, members)
-        hb._stop("budget")
-        progress.held_files.update(chunk.files)
+        run.charge(error.usage, None)
+        _ask_alone_from_now_on(run, members)
+        run.stop("budget")
+        run.hold(chunk)
         return True, None
     except InvalidAnswerError as error:
-        hb._charge(error.usage, None)
-        _ask_alone_from_now_on(hb, members)
+        run.charge(error.usage, None)
+        _ask_alone_from_now_on(run, members)
         log.warning("sections.fell_back", chunks=len(members), reason=error.reason[:300])
         return False, None
     except (UnusableLLMError, TransientLLMError) as error:
-        answers.extraction_failed(hb, chunk, sending.full_plan(chunk), error, progress)
+        verdicts.extraction_failed(run, chunk, full_plan(chunk), error)
         return True, None
     except PermanentLLMError as error:
         log.warning("sections.fell_back", chunks=len(members), reason=str(error)[:300])
         return False, None
 
 
-def _ask_alone_from_now_on(hb: Heartbeat, members: list[Chunk]) -> None:
+def _ask_alone_from_now_on(run: RunBook, members: list[Chunk]) -> None:
     """Remember that these chunks' shared call gave no usable answer: a later heartbeat (this
     one stopped by its budget share, say) asks them one by one, instead of paying for the same
     unusable shared call again each time."""
-    alone = set(hb.state.meta.get_json(ALONE_KEY) or [])
-    hb.state.meta.set_json(ALONE_KEY, sorted(alone | {member.key for member in members}))
+    alone = set(run.state.meta.get_json(ALONE_KEY) or [])
+    run.state.meta.set_json(ALONE_KEY, sorted(alone | {member.key for member in members}))
 
 
-def _asked_alone(hb: Heartbeat, chunks: list[Chunk]) -> set[str]:
+def _asked_alone(run: RunBook, chunks: list[Chunk]) -> set[str]:
     """The chunks a shared call failed for before; the list forgets those answered since."""
-    stored = hb.state.meta.get_json(ALONE_KEY) or []
-    alone = {key for key in stored if hb.state.journal.answered(key) is None}
+    stored = run.state.meta.get_json(ALONE_KEY) or []
+    alone = {key for key in stored if run.state.journal.answered(key) is None}
     if len(alone) != len(stored):
-        hb.state.meta.set_json(ALONE_KEY, sorted(alone))
+        run.state.meta.set_json(ALONE_KEY, sorted(alone))
     return alone & {chunk.key for chunk in chunks}
 
 
-def _still_open(hb: Heartbeat, chunk: Chunk, progress: _Progress) -> bool:
+def _still_open(run: RunBook, chunk: Chunk) -> bool:
     """Whether the member still needs the model (not answered, failed for good or held)."""
     return (
         chunk.has_dialogue
-        and hb.state.journal.answered(chunk.key) is None
-        and not hb.state.failures.is_quarantined(chunk.key)
-        and not any(path in progress.held_files for path in chunk.files)
+        and run.state.journal.answered(chunk.key) is None
+        and not run.state.failures.is_quarantined(chunk.key)
+        and not any(path in run.held_files for path in chunk.files)
     )
