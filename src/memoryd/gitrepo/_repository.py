@@ -494,7 +494,16 @@ class GitStore:
         work_tree, git_dir = found
         if work_tree is None:
             raise GitError(f"{self.store_root} is inside a bare repository")
-        yield Session(self, work_tree.resolve(), git_dir.resolve())
+        work_tree, git_dir = work_tree.resolve(), git_dir.resolve()
+        # Computed once per operation, as the commit dates are (one clock reading).
+        yield Session(
+            self.store_root,
+            work_tree,
+            git_dir,
+            environment=self._environment(git_dir, work_tree),
+            command_timeout=self._command_timeout,
+            lock_policy=self.lock_policy,
+        )
 
     def _environment(self, git_dir: Path, work_tree: Path) -> dict[str, str]:
         # Without a clock git stamps the time itself; an empty value still masks inherited ones.
