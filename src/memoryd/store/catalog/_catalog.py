@@ -14,7 +14,6 @@ the transaction stay in step. Invariants:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from datetime import date
@@ -23,6 +22,7 @@ import structlog
 
 from memoryd.charsafe import skeleton
 from memoryd.store.catalog._labels import LabelMatcher
+from memoryd.store.catalog._layout import NESTED_BUCKETS, SLUG_SHAPE
 from memoryd.store.entities import (
     ARCHIVES,
     ITEMS_FILE,
@@ -46,17 +46,6 @@ from memoryd.worktree import MAX_SLUG_LENGTH, FileTransaction, slugify
 
 log = structlog.get_logger("memoryd.store.catalog")  # the name its events always had
 
-# Ends at "\Z": "$" also matches before a final newline ("acme\n").
-_SLUG_SHAPE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*\Z")
-# Bucket folders nested inside the `areas` bucket are not area entities.
-_NESTED_BUCKETS = frozenset(
-    layout.bucket.split("/", 1)[1] for layout in LAYOUTS.values() if "/" in layout.bucket
-)
-# Buckets by depth, deepest first: `areas/people` before `areas`.
-_BUCKETS = sorted(
-    ((kind, layout.bucket.split("/")) for kind, layout in LAYOUTS.items()),
-    key=lambda item: -len(item[1]),
-)
 # Reads one entity folder: (store-relative folder, kind, slug, archived) -> entity or None.
 FolderReader = Callable[[str, EntityKind, str, bool], "Entity | None"]
 # What the lookup tables index for one label: its normalized name, its look-alike skeleton, its
@@ -105,10 +94,10 @@ class EntityCatalog:
             for kind in KINDS:
                 bucket = f"{base}/{LAYOUTS[kind].bucket}"
                 for name in tx.list_dir(bucket):
-                    if name.startswith(".") or (kind == "area" and name in _NESTED_BUCKETS):
+                    if name.startswith(".") or (kind == "area" and name in NESTED_BUCKETS):
                         continue
                     catalog._taken.add(name)
-                    if _SLUG_SHAPE.match(name):
+                    if SLUG_SHAPE.match(name):
                         entity = read(f"{bucket}/{name}", kind, name, archived)
                         # A ref found both active and archived (a hand-made copy): active wins.
                         if entity is not None and entity.ref not in catalog._by_ref:
@@ -337,25 +326,6 @@ def _clean_aliases(aliases: Iterable[str], name: str) -> tuple[str, ...]:
     return tuple(sorted(cleaned))
 
 
-def bucket_entry(path: str) -> tuple[EntityKind, str] | None:
-    """The (kind, name) of the bucket entry (active or archived) a store path is in or is, or
-    None outside every bucket (`life/index.md`) or for what `load` skips (hidden names, the
-    buckets nested in `areas`). The entity it holds, if any, has the ref of that kind and
-    name."""
-    parts = path.split("/")
-    if parts[0] != LIFE:
-        return None
-    rest = parts[2:] if len(parts) > 1 and parts[1] == ARCHIVES else parts[1:]
-    for kind, bucket in _BUCKETS:
-        depth = len(bucket)
-        if len(rest) > depth and rest[:depth] == bucket:
-            name = rest[depth]
-            if name.startswith(".") or (kind == "area" and name in _NESTED_BUCKETS):
-                return None
-            return kind, name
-    return None
-
-
 def entity_at(tx: FileTransaction, folder: str) -> Entity | None:
     """The entity whose folder is `folder` (store-relative, as `Entity.folder` gives it), read
     as `EntityCatalog.load` reads it, or None when `folder` is no entity's. One entity without
@@ -363,7 +333,7 @@ def entity_at(tx: FileTransaction, folder: str) -> Entity | None:
     parts = folder.split("/")
     archived = len(parts) > 2 and parts[1] == ARCHIVES
     bucket = "/".join(parts[2 if archived else 1 : -1])
-    if parts[0] != LIFE or len(parts) < 3 or not _SLUG_SHAPE.match(parts[-1]):
+    if parts[0] != LIFE or len(parts) < 3 or not SLUG_SHAPE.match(parts[-1]):
         return None
     for kind in KINDS:
         if LAYOUTS[kind].bucket == bucket:

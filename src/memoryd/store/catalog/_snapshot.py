@@ -58,13 +58,8 @@ import structlog
 
 from memoryd.collector import long_lived
 from memoryd.errors import CorruptFileError
-from memoryd.store.catalog._catalog import (
-    _NESTED_BUCKETS,
-    _SLUG_SHAPE,
-    EntityCatalog,
-    bucket_entry,
-    label_forms,
-)
+from memoryd.store.catalog._catalog import EntityCatalog, label_forms
+from memoryd.store.catalog._layout import NESTED_BUCKETS, SLUG_SHAPE, bucket_entry
 from memoryd.store.catalog._snapshot_files import (
     BASE_FILE,
     DELTA_FILE,
@@ -222,7 +217,7 @@ def _bring_up_to_date(catalog: EntityCatalog, changed: Sequence[str]) -> int | N
         old = catalog._by_ref.get(ref)
         if old is not None:
             _unregister(catalog, old)
-        for archived in (False, True) if _SLUG_SHAPE.match(name) else ():
+        for archived in (False, True) if SLUG_SHAPE.match(name) else ():
             folder = entity_folder(kind, name, archived=archived)
             try:
                 entity = catalog._read_folder(folder, kind, name, archived)
@@ -250,7 +245,7 @@ def _buckets(name: str) -> list[str]:
         f"{LIFE}/{ARCHIVES}/{layout.bucket}" if archived else f"{LIFE}/{layout.bucket}"
         for kind, layout in LAYOUTS.items()
         for archived in (False, True)
-        if not (kind == "area" and name in _NESTED_BUCKETS)
+        if not (kind == "area" and name in NESTED_BUCKETS)
     ]
 
 
