@@ -7,7 +7,7 @@ import json
 import subprocess
 import sys
 
-from memoryd.redaction._secret_rules import LazyPattern
+from memoryd.redaction._rule import LazyPattern
 
 PROBE = """
 import json

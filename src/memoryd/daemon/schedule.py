@@ -1,4 +1,5 @@
-"""The schedule's vocabulary: job ids, triggers, deadlines, and the daemon's status line.
+"""The schedule's vocabulary: job ids, triggers, deadlines (when a job counts as stuck), and
+the daemon's status line.
 
 Shared by the daemon (`memoryd.daemon.scheduler`) and by `memoryd status`, which computes the
 next runs from the same triggers without importing the scheduler itself. Triggers take `now` as
@@ -13,7 +14,7 @@ from typing import TYPE_CHECKING
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
-from memoryd.settings import ScheduleSettings
+from memoryd.settings import LLMSettings, ScheduleSettings
 
 if TYPE_CHECKING:
     from memoryd.extractors.report import HeartbeatReport
@@ -45,6 +46,18 @@ def heartbeat_trigger(schedule: ScheduleSettings) -> IntervalTrigger:
 
 def rewrite_trigger(schedule: ScheduleSettings) -> CronTrigger:
     return CronTrigger.from_crontab(schedule.rewrite_cron, timezone=schedule.zone)
+
+
+def stuck_deadline(job: str | None, llm: LLMSettings) -> float:
+    """Seconds without a sign of progress after which `job` counts as stuck.
+
+    A heartbeat shows progress at every model call, so its deadline is what one call may
+    take with all its retries, plus a margin. The rewrite's calls are not watched (it runs
+    its own client), so it gets the whole of REWRITE_DEADLINE_SECONDS.
+    """
+    if job == "rewrite":
+        return REWRITE_DEADLINE_SECONDS
+    return llm.timeout_seconds * llm.max_attempts * 2 + STUCK_MARGIN_SECONDS
 
 
 def status_line(report: HeartbeatReport, at: datetime) -> str:

@@ -56,16 +56,15 @@ from memoryd.daemon.schedule import (
     CONTINUE_HEARTBEAT_JOB,
     DEFAULT_MISFIRE_GRACE_SECONDS,
     HEARTBEAT_JOB,
-    REWRITE_DEADLINE_SECONDS,
     REWRITE_JOB,
     REWRITE_MISFIRE_GRACE_SECONDS,
     REWRITE_STALE_AFTER,
     STARTUP_HEARTBEAT_JOB,
-    STUCK_MARGIN_SECONDS,
     WATCHDOG_JOB,
     heartbeat_trigger,
     rewrite_trigger,
     status_line,
+    stuck_deadline,
 )
 from memoryd.daemon.signals import SignalChannel
 from memoryd.errors import ConfigError
@@ -340,16 +339,8 @@ class Daemon:
         self.notifier.watchdog()
 
     def stuck_deadline(self, job: str | None) -> float:
-        """Seconds without a sign of progress after which `job` counts as stuck.
-
-        A heartbeat shows progress at every model call, so its deadline is what one call may
-        take with all its retries, plus a margin. The rewrite's calls are not watched (it runs
-        its own client), so it gets the whole of REWRITE_DEADLINE_SECONDS.
-        """
-        if job == "rewrite":
-            return REWRITE_DEADLINE_SECONDS
-        llm = self.settings.llm
-        return llm.timeout_seconds * llm.max_attempts * 2 + STUCK_MARGIN_SECONDS
+        """Seconds without a sign of progress after which `job` counts as stuck."""
+        return stuck_deadline(job, self.settings.llm)
 
     def _heartbeat(self, run_id: str) -> None:
         report = run_heartbeat(

@@ -2,7 +2,8 @@
 
 It runs git through `memoryd.gitrepo._process` (one command: environment, forced settings,
 timeout, error text) and `memoryd.gitrepo._session` (one operation's repository); no other
-module runs git.
+module runs git. The staging logic of `status`, `commit` and `restore` is in
+`memoryd.gitrepo._changes`.
 
 The store is a git work tree, or a folder inside a larger repository. Everything here is scoped
 to the store folder: memoryd stages and commits only paths inside it, and a commit never carries
@@ -37,9 +38,7 @@ A stale `index.lock` left by a crashed git is handled before every index write; 
 
 from __future__ import annotations
 
-import os
 import re
-import stat
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -49,6 +48,7 @@ from pathlib import Path
 import structlog
 
 from memoryd.errors import GitBusyError, GitError
+from memoryd.gitrepo._changes import commit_paths, read_status, restore_paths
 from memoryd.gitrepo._lock import LockPolicy
 from memoryd.gitrepo._process import error_detail, git_environment, run_git
 from memoryd.gitrepo._session import Session
@@ -58,9 +58,8 @@ from memoryd.gitrepo._support import (
     StoreStatus,
     checked_relative,
     find_repository,
+    find_work_tree,
     nul_file,
-    remove_empty_parents,
-    under,
 )
 
 log = structlog.get_logger("memoryd.store.git")  # the name its events always had
@@ -76,33 +75,6 @@ __all__ = [
 
 DEFAULT_BRANCH = "main"
 _OBJECT_NAME = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")  # a full SHA-1 or SHA-256 object name
-
-
-def _mode(path: Path) -> int | None:
-    """The mode of what is at `path` (a link not followed), or None when nothing is."""
-    try:
-        return os.lstat(path).st_mode
-    except OSError:
-        return None
-
-
-def _one_file(mode: int) -> bool:
-    """Whether a path of this mode is staged as one index entry: a regular file or a link."""
-    return stat.S_ISREG(mode) or stat.S_ISLNK(mode)
-
-
-def find_work_tree(path: Path) -> Path | None:
-    """Return the root of the git work tree containing `path`, or None if there is none.
-
-    A path that does not exist yet belongs to the work tree of its nearest existing ancestor.
-    """
-    existing = path.resolve()
-    while not existing.is_dir() and existing != existing.parent:
-        existing = existing.parent
-    found = find_repository(existing)
-    if found is None or found[0] is None:
-        return None  # in no repository, or in a bare one
-    return found[0].resolve()
 
 
 class GitStore:
@@ -255,35 +227,7 @@ class GitStore:
         the index lock at once, so that the next status starts from them; it never waits
         for the lock."""
         with self._open() as session:
-            output = session.run(
-                "status", "--porcelain=v1", "-z", "--untracked-files=normal", "--no-renames",
-                "--", *session.store_pathspec(),
-            )  # fmt: skip
-            if any(r.startswith("?? ") and r.endswith("/") for r in output.split("\0")):
-                output = session.run(
-                    "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames",
-                    "--", *session.store_pathspec(),
-                    optional_locks=False,
-                )  # fmt: skip
-            modified: list[str] = []
-            untracked: list[str] = []
-            deleted: list[str] = []
-            for record in output.split("\0"):
-                if len(record) < 4:
-                    continue
-                code, path = record[:2], record[3:]
-                relative = session.to_store_relative(path)
-                if relative is None:
-                    continue
-                if code == "??":
-                    untracked.append(relative)
-                elif "D" in code:
-                    deleted.append(relative)
-                else:
-                    modified.append(relative)
-            return StoreStatus(
-                tuple(sorted(modified)), tuple(sorted(untracked)), tuple(sorted(deleted))
-            )
+            return read_status(session)
 
     # -- writing ----------------------------------------------------------------------------
 
@@ -300,49 +244,10 @@ class GitStore:
         if not relative:
             return None
         with self._open() as session:
-            session.check_not_ignored()
-            session.check_writable()
-            session.clear_index_lock()
-            pathspecs = [session.to_repo_relative(p) for p in relative]
-            modes = {spec: _mode(session.work_tree / spec) for spec in pathspecs}
-            # The index is listed only for paths gone from disk (a deletion or a move): on most
-            # commits every path exists, and listing a big store's index costs more than them.
-            gone = [spec for spec, mode in modes.items() if mode is None]
-            known = session.tracked(gone) if gone else set()
-            stageable = [
-                spec
-                for spec in pathspecs
-                if spec not in gone or any(k == spec or k.startswith(spec + "/") for k in known)
-            ]
-            if not stageable:
-                return None
-            # As `add --force`: a path memoryd names is store content even if a .gitignore
-            # matches it (`*.json`); the store folder itself was checked above not to be ignored.
-            session.stage(
-                stageable,
-                files_only=all(
-                    spec in known if (mode := modes[spec]) is None else _one_file(mode)
-                    for spec in stageable
-                ),
-            )
-            head = session.head()
-            staged = None if head is None else session.staged_everywhere(head)
-            changed = (
-                session.staged_changes(stageable)
-                if staged is None
-                else sorted(under(staged, stageable))
-            )
-            if not changed:
-                return None
-            if head is not None and staged == set(changed):
-                # Nothing else is staged: the index is HEAD plus these paths, and its tree is
-                # the commit's (see `commit_index`), without `--only`'s temporary index.
-                sha: str | None = session.commit_index(message, head)
-            else:
-                session.run_with_pathspecs(
-                    ["commit", "--quiet", "--no-verify", "--only", "-m", message], changed
-                )
-                sha = session.head()
+            made = commit_paths(session, relative, message)
+        if made is None:
+            return None
+        sha, changed = made
         log.info("store.committed", commit=sha, paths=len(changed))
         return sha
 
@@ -370,31 +275,7 @@ class GitStore:
         if not relative:
             return []
         with self._open() as session:
-            session.clear_index_lock()
-            pathspecs = {p: session.to_repo_relative(p) for p in relative}
-            in_head: set[str] = set()
-            if session.head() is not None:
-                listing = session.run(
-                    "ls-tree",
-                    "-r",
-                    "-z",
-                    "--name-only",
-                    "HEAD",
-                    "--",
-                    *session.store_pathspec(),
-                    optional_locks=False,
-                )
-                in_head = {entry for entry in listing.split("\0") if entry}
-            tracked = [spec for spec in pathspecs.values() if spec in in_head]
-            if tracked:
-                session.run_with_pathspecs(["checkout", "HEAD"], tracked)
-            for store_path, spec in pathspecs.items():
-                if spec not in in_head:
-                    target = session.work_tree / spec
-                    if target.is_file() or target.is_symlink():
-                        target.unlink()
-                        log.info("store.restored_removed", path=store_path)
-                        remove_empty_parents(target.parent, self.store_root)
+            restore_paths(session, relative, self.store_root)
         log.info("store.restored", paths=len(relative))
         return relative
 
@@ -494,7 +375,16 @@ class GitStore:
         work_tree, git_dir = found
         if work_tree is None:
             raise GitError(f"{self.store_root} is inside a bare repository")
-        yield Session(self, work_tree.resolve(), git_dir.resolve())
+        work_tree, git_dir = work_tree.resolve(), git_dir.resolve()
+        # Computed once per operation, as the commit dates are (one clock reading).
+        yield Session(
+            self.store_root,
+            work_tree,
+            git_dir,
+            environment=self._environment(git_dir, work_tree),
+            command_timeout=self._command_timeout,
+            lock_policy=self.lock_policy,
+        )
 
     def _environment(self, git_dir: Path, work_tree: Path) -> dict[str, str]:
         # Without a clock git stamps the time itself; an empty value still masks inherited ones.

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from typing import BinaryIO
 
 from memoryd.errors import GitBusyError, GitError, GitStateError, IgnoredStoreError
-from memoryd.gitrepo._lock import clear_index_lock
+from memoryd.gitrepo._lock import LockPolicy, clear_index_lock
 from memoryd.gitrepo._process import error_detail, run_git
 from memoryd.gitrepo._support import (
     SYNC_MARKER,
@@ -20,9 +20,6 @@ from memoryd.gitrepo._support import (
     parse_ignore_rule,
     under,
 )
-
-if TYPE_CHECKING:
-    from memoryd.gitrepo._repository import GitStore
 
 _OPERATION_HEADS = (
     ("MERGE_HEAD", "merge"),
@@ -34,16 +31,28 @@ _OPERATION_HEADS = (
 class Session:
     """One repository found, for the length of one GitStore operation."""
 
-    def __init__(self, owner: GitStore, work_tree: Path, git_dir: Path) -> None:
-        self.owner = owner
+    def __init__(
+        self,
+        store_root: Path,
+        work_tree: Path,
+        git_dir: Path,
+        *,
+        environment: dict[str, str],
+        command_timeout: float | None,
+        lock_policy: LockPolicy,
+    ) -> None:
+        # Handed the owner's settings, not the owner: the adapter builds sessions, so a
+        # session that knew its adapter would make the two modules import each other.
+        self.store_root = store_root
         self.work_tree = work_tree
         self.git_dir = git_dir
-        # Computed once per operation, as the commit dates are (one clock reading).
-        self.environment = owner._environment(git_dir, work_tree)
+        self.environment = environment
+        self.command_timeout = command_timeout
+        self.lock_policy = lock_policy
         try:
-            prefix = owner.store_root.relative_to(work_tree).as_posix()
+            prefix = store_root.relative_to(work_tree).as_posix()
         except ValueError as error:
-            raise GitError(f"{owner.store_root} is not inside {work_tree}") from error
+            raise GitError(f"{store_root} is not inside {work_tree}") from error
         self.prefix = "" if prefix == "." else prefix
 
     def execute(
@@ -59,7 +68,7 @@ class Session:
             cwd=self.work_tree,
             env={**self.environment, **(env or {})},
             stdin=stdin,
-            timeout=self.owner._command_timeout,
+            timeout=self.command_timeout,
         )
 
     def run(self, *args: str, optional_locks: bool = True, stdin: BinaryIO | None = None) -> str:
@@ -195,9 +204,7 @@ class Session:
     def check_not_ignored(self) -> None:
         rule = self.ignore_rule()
         if rule is not None:
-            raise IgnoredStoreError(
-                self.owner.store_root, self.work_tree, rule.pattern, rule.source
-            )
+            raise IgnoredStoreError(self.store_root, self.work_tree, rule.pattern, rule.source)
 
     def rebase_in_progress(self) -> bool:
         return (self.git_dir / "rebase-merge").exists() or (self.git_dir / "rebase-apply").exists()
@@ -234,5 +241,5 @@ class Session:
     def clear_index_lock(self) -> None:
         """Remove a stale index.lock, wait for a live one, or raise GitError."""
         clear_index_lock(
-            self.git_dir / "index.lock", (self.work_tree, self.git_dir), self.owner.lock_policy
+            self.git_dir / "index.lock", (self.work_tree, self.git_dir), self.lock_policy
         )

@@ -262,3 +262,17 @@ def _core_config(path: str) -> dict[str, str]:
             key, value = text.split("=", 1)
             core[key.strip().lower()] = value.split("#", 1)[0].split(";", 1)[0].strip().strip('"')
     return core
+
+
+def find_work_tree(path: Path) -> Path | None:
+    """Return the root of the git work tree containing `path`, or None if there is none.
+
+    A path that does not exist yet belongs to the work tree of its nearest existing ancestor.
+    """
+    existing = path.resolve()
+    while not existing.is_dir() and existing != existing.parent:
+        existing = existing.parent
+    found = find_repository(existing)
+    if found is None or found[0] is None:
+        return None  # in no repository, or in a bare one
+    return found[0].resolve()

@@ -15,12 +15,8 @@ This is the only module that imports `anthropic`. Its invariants:
   saying a rate limit is used up (`anthropic-ratelimit-*-remaining: 0`) holds the next
   requests until its reset (`memoryd.llm.ratelimit`). Never retried: spend-limit answers and
   every other 4xx (400, 401, 403, 404, 413, 422, ...).
-- Failures are typed by what the caller can do (`memoryd.llm.base`). About the account, key,
-  model or endpoint, whatever is sent (`UnusableLLMError`, exit 78): 401 authentication, 403
-  permission, a 400 saying the credit balance is too low, and, for a message or a batch, 404
-  (the model is unknown or retired, or the base URL is wrong) and 413 (the endpoint's size
-  limit: chunks are bounded by `llm.chunk_tokens`). About this request (`PermanentLLMError`):
-  any other 4xx, e.g. a 400 "prompt is too long" for one chunk, or a 404 for one batch id.
+- Failures are typed by what the caller can do (`memoryd.llm.base`), by the table in
+  `memoryd.llm._statuses`.
 - Every error names the endpoint (the base URL) in its message, connection errors included.
 - Each retry logs `llm.retry`; a call that fails for good logs `llm.failed`. Both carry the
   operation, attempt, status, error class, request id and wait; never content or the key.
@@ -31,7 +27,6 @@ This is the only module that imports `anthropic`. Its invariants:
 
 from __future__ import annotations
 
-import copy
 import functools
 import random
 import ssl
@@ -47,20 +42,27 @@ from anthropic.types import Message, ToolUseBlock
 from anthropic.types.messages import MessageBatchIndividualResponse
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
+from memoryd.llm._statuses import (
+    FailedAnswer,
+    clip,
+    is_spend_limit,
+    is_transient_status,
+    should_retry_header,
+    translate_answer,
+)
 from memoryd.llm.base import (
     BatchItemFailure,
     BatchNotEndedError,
     BatchStatus,
     LLMError,
     PermanentLLMError,
-    SpendLimitError,
     ToolRequest,
     ToolResult,
     TransientLLMError,
-    UnusableKind,
     UnusableLLMError,
     validate_custom_ids,
 )
+from memoryd.llm.params import message_params
 from memoryd.llm.prices import Usage
 from memoryd.llm.ratelimit import RateGate, retry_after_seconds
 
@@ -79,29 +81,6 @@ def tls_context() -> ssl.SSLContext:
     once made; nothing changes it afterwards."""
     return httpx2.create_ssl_context()
 
-
-_RETRYABLE_STATUSES = frozenset({408, 409, 429})
-_FIRST_SERVER_ERROR = 500
-_PAYMENT_REQUIRED = 402
-SPEND_LIMIT_CODES = frozenset(
-    {
-        "enforced_spend_limit_reached",
-        "contract_spend_limit_reached",
-        "linked_organization_spend_limit_reached",
-    }
-)
-# The API's own message is useful in logs and errors; a huge one is not.
-_MAX_MESSAGE_CHARS = 500
-# The real API's answer when the prepaid credit is used up (a 400 invalid_request_error):
-# "Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing
-# to upgrade or purchase credits."
-_CREDIT_TOO_LOW = "credit balance is too low"
-# Operations that name a model and carry chunk-sized bodies: a 404 there means the model (or
-# the route), a 413 the endpoint's size limit. Elsewhere a 404 is about one batch id.
-_MODEL_OPERATIONS = frozenset({"messages.create", "batches.create"})
-_ACCOUNT_STATUSES: dict[int, UnusableKind] = {401: "authentication", 403: "permission"}
-_MODEL_STATUSES: dict[int, UnusableKind] = {404: "model_not_found", 413: "request_too_large"}
-_BAD_REQUEST = 400
 
 _T = TypeVar("_T")
 
@@ -321,7 +300,9 @@ class AnthropicClient:
 
     def _wait_seconds(self, state: RetryCallState) -> float:
         error = state.outcome.exception() if state.outcome is not None else None
-        hinted = _retry_after_seconds(error)
+        # The server's own wait when it names one in seconds (`memoryd.llm.ratelimit`).
+        status_error = error if isinstance(error, anthropic.APIStatusError) else None
+        hinted = retry_after_seconds(status_error.response.headers) if status_error else None
         if hinted is not None:
             return min(hinted, self._max_wait_seconds)
         ceiling = min(
@@ -329,30 +310,6 @@ class AnthropicClient:
         )
         # Half jitter: spread clients out without ever retrying immediately.
         return ceiling * self._rng.uniform(0.5, 1.0)
-
-
-def message_params(request: ToolRequest) -> dict[str, Any]:
-    """Return the Messages API parameters for `request`: forced tool, cached stable prefix."""
-    cache: dict[str, Any] = {"cache_control": {"type": "ephemeral"}} if request.cache_prefix else {}
-    params: dict[str, Any] = {
-        "model": request.model,
-        "max_tokens": request.max_tokens,
-        "tools": [
-            {
-                "name": request.tool.name,
-                "description": request.tool.description,
-                # A deep copy: the SDK or a retry must never alter the caller's schema.
-                "input_schema": copy.deepcopy(dict(request.tool.input_schema)),
-                **cache,
-            }
-        ],
-        "tool_choice": {"type": "tool", "name": request.tool.name},
-        "messages": [{"role": "user", "content": request.user_content}],
-    }
-    # The API refuses an empty text block, so an empty system prompt is left out altogether.
-    if request.system:
-        params["system"] = [{"type": "text", "text": request.system, **cache}]
-    return params
 
 
 def _tool_result(
@@ -386,46 +343,18 @@ def _batch_outcome(item: MessageBatchIndividualResponse) -> ToolResult | BatchIt
         return _tool_result(result.message, None, None)
     if result.type == "errored":
         error = result.error.error
-        return BatchItemFailure("errored", f"{error.type}: {_clip(error.message)}")
+        return BatchItemFailure("errored", f"{error.type}: {clip(error.message)}")
     return BatchItemFailure(result.type, f"the request was {result.type} before it ran")
-
-
-def _is_spend_limit(error: anthropic.APIStatusError) -> bool:
-    return error.error_code in SPEND_LIMIT_CODES or error.status_code == _PAYMENT_REQUIRED
-
-
-def _is_transient_status(status: int) -> bool:
-    return status in _RETRYABLE_STATUSES or status >= _FIRST_SERVER_ERROR
-
-
-def _should_retry_header(error: anthropic.APIStatusError) -> bool | None:
-    value = error.response.headers.get("x-should-retry")
-    if value == "true":
-        return True
-    if value == "false":
-        return False
-    return None
 
 
 def _is_retryable(error: BaseException) -> bool:
     if isinstance(error, anthropic.APIStatusError):
-        if _is_spend_limit(error):
+        if is_spend_limit(error.error_code, error.status_code):
             return False
-        hint = _should_retry_header(error)
-        return hint if hint is not None else _is_transient_status(error.status_code)
+        hint = should_retry_header(error.response.headers)
+        return hint if hint is not None else is_transient_status(error.status_code)
     # APITimeoutError is a kind of APIConnectionError.
     return isinstance(error, anthropic.APIConnectionError)
-
-
-def _retry_after_seconds(error: BaseException | None) -> float | None:
-    """The server's requested wait, from `retry-after-ms` or `retry-after` in seconds.
-
-    An HTTP-date `retry-after` is ignored (reading it would need the clock); the backoff
-    applies instead. Negative, zero or unparsable values are ignored too.
-    """
-    if not isinstance(error, anthropic.APIStatusError):
-        return None
-    return retry_after_seconds(error.response.headers)
 
 
 def _log_retry(operation: str, state: RetryCallState) -> None:
@@ -442,56 +371,24 @@ def _log_retry(operation: str, state: RetryCallState) -> None:
     )
 
 
-def _unusable_kind(operation: str, error: anthropic.APIStatusError) -> UnusableKind | None:
-    """The run-level problem `error` shows, or None when it is about this request only."""
-    status = error.status_code
-    if status in _ACCOUNT_STATUSES:
-        return _ACCOUNT_STATUSES[status]
-    if status == _BAD_REQUEST and _CREDIT_TOO_LOW in (error.api_message or "").lower():
-        return "billing"
-    if operation in _MODEL_OPERATIONS and status in _MODEL_STATUSES:
-        return _MODEL_STATUSES[status]
-    return None
-
-
 def _translate(
     operation: str, error: anthropic.APIError, endpoint: str, model: str | None
 ) -> LLMError:
     if isinstance(error, anthropic.APIStatusError):
-        description = f"{operation} to {endpoint} failed: HTTP {error.status_code}"
-        if error.type:
-            description += f" {error.type}"
-        if error.api_message:
-            description += f": {_clip(error.api_message)}"
-        if error.request_id:
-            description += f" (request {error.request_id})"
-        details: dict[str, Any] = {
-            "status_code": error.status_code,
-            "error_type": error.type,
-            "error_code": error.error_code,
-            "request_id": error.request_id,
-            "endpoint": endpoint,
-        }
-        if _is_spend_limit(error):
-            return SpendLimitError(description, **details)
-        if _should_retry_header(error) or _is_transient_status(error.status_code):
-            return TransientLLMError(description, **details)
-        kind = _unusable_kind(operation, error)
-        if kind is not None:
-            api_message = _clip(error.api_message or "")
-            return UnusableLLMError(
-                kind, description, model=model, api_message=api_message, **details
-            )
-        return PermanentLLMError(description, **details)
+        answer = FailedAnswer(
+            status=error.status_code,
+            error_type=error.type,
+            error_code=error.error_code,
+            api_message=error.api_message,
+            request_id=error.request_id,
+            headers=error.response.headers,
+        )
+        return translate_answer(operation, answer, endpoint, model)
     if isinstance(error, anthropic.APIConnectionError):
         return TransientLLMError(
             f"{operation} to {endpoint} failed: {error.message}", endpoint=endpoint
         )
     # An answer that does not parse as the API's schema: a broken or incompatible server.
     return PermanentLLMError(
-        f"{operation} to {endpoint} failed: {_clip(str(error))}", endpoint=endpoint
+        f"{operation} to {endpoint} failed: {clip(str(error))}", endpoint=endpoint
     )
-
-
-def _clip(text: str) -> str:
-    return text if len(text) <= _MAX_MESSAGE_CHARS else text[:_MAX_MESSAGE_CHARS] + "..."

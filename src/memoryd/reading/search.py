@@ -41,6 +41,7 @@ from typing import Final
 from memoryd.errors import CorruptFileError
 from memoryd.logs import get_logger
 from memoryd.reading._entries import NOTE_NAME, Entry, parse_file, stamp, walk
+from memoryd.reading._search_db import connect
 from memoryd.reading.files import ReadOnlyStore
 from memoryd.store.catalog import entity_at
 from memoryd.store.entities import ARCHIVES, ITEMS_FILE, LIFE, SUMMARY_FILE, Entity
@@ -50,26 +51,10 @@ from memoryd.store.tiers import Tier, TierRule, classify
 log = get_logger(__name__)
 
 INDEX_FILE_NAME: Final = "search.sqlite"
-SCHEMA_VERSION: Final = "3"
 KINDS: Final = ("fact", "summary", "note", "skill", "tacit")
 WEIGHTS: Final[dict[str, float]] = {"hot": 1.0, "warm": 0.85, "cold": 0.7, "inactive": 0.5}
-_BUSY_TIMEOUT_MS: Final = 5000
 _CANDIDATES: Final = 200  # BM25's best this many are re-ranked with recency
 _WORD = re.compile(r"\w+", re.UNICODE)
-
-_SCHEMA: Final = """
-CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS files(path TEXT PRIMARY KEY, mtime_ns INTEGER NOT NULL,
-                                 size INTEGER NOT NULL, inode INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS entries(
-    rowid INTEGER PRIMARY KEY, path TEXT NOT NULL, kind TEXT NOT NULL, id TEXT NOT NULL,
-    ref TEXT, line INTEGER NOT NULL, status TEXT, last_used TEXT, uses INTEGER NOT NULL,
-    text TEXT NOT NULL, terms TEXT NOT NULL);
-CREATE INDEX IF NOT EXISTS entries_path ON entries(path);
-CREATE INDEX IF NOT EXISTS entries_heat ON entries(kind, status, path, last_used, uses);
-CREATE VIRTUAL TABLE IF NOT EXISTS docs USING fts5(
-    terms, content='entries', content_rowid='rowid', tokenize='unicode61 remove_diacritics 2');
-"""
 
 
 @dataclass(frozen=True)
@@ -117,7 +102,7 @@ class SearchIndex:
         """Open (creating, or rebuilding when it is unreadable) the index of `store_root`."""
         state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         path = state_dir / INDEX_FILE_NAME
-        connection = _connect(path)
+        connection = connect(path)
         try:
             yield cls(connection, ReadOnlyStore(store_root))
         finally:
@@ -385,44 +370,3 @@ def _tier(
         return "warm"
     tier: Tier = classify(date.fromisoformat(last_used), uses, today, rule)[0]
     return tier
-
-
-def _connect(path: Path) -> sqlite3.Connection:
-    """The index database, set up; a file that is not a usable index is started afresh."""
-    for attempt in range(2):
-        connection = sqlite3.connect(path, timeout=_BUSY_TIMEOUT_MS / 1000, isolation_level=None)
-        try:
-            connection.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
-            connection.execute("PRAGMA journal_mode = WAL")
-            _check_version(connection)
-            connection.executescript(_SCHEMA)
-            connection.execute(
-                "INSERT OR IGNORE INTO meta(key, value) VALUES ('version', ?)", (SCHEMA_VERSION,)
-            )
-        except sqlite3.DatabaseError as error:
-            connection.close()
-            if attempt:
-                raise
-            log.warning("search.index_rebuilt", path=str(path), reason=str(error))
-            for suffix in ("", "-wal", "-shm"):
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(f"{path}{suffix}")
-            continue
-        return connection
-    raise AssertionError("unreachable")  # pragma: no cover
-
-
-def _check_version(connection: sqlite3.Connection) -> None:
-    version = _version(connection)
-    if version not in (None, SCHEMA_VERSION):
-        raise sqlite3.DatabaseError(f"index version {version}")
-
-
-def _version(connection: sqlite3.Connection) -> str | None:
-    exists = connection.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"
-    ).fetchone()
-    if exists is None:
-        return None
-    row = connection.execute("SELECT value FROM meta WHERE key = 'version'").fetchone()
-    return None if row is None else str(row[0])

@@ -41,7 +41,8 @@ from functools import lru_cache
 
 from memoryd.errors import ConfigError
 from memoryd.redaction._credential_rules import CONTEXT_RULES, PROVIDER_RULES
-from memoryd.redaction._secret_rules import BUILTIN_RULES, Pattern, Rule
+from memoryd.redaction._rule import Pattern, Rule
+from memoryd.redaction._secret_rules import BUILTIN_RULES
 
 CUSTOM_KIND = "custom"
 MARKER = re.compile(r"\[REDACTED:[a-z0-9-]{1,40}\]")

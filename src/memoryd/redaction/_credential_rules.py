@@ -21,14 +21,8 @@ import math
 import re
 from collections import Counter
 
-from memoryd.redaction._secret_rules import (
-    LazyPattern,
-    Rule,
-    Span,
-    folding_rule,
-    is_code_reference,
-    is_placeholder,
-)
+from memoryd.redaction._rule import LazyPattern, Rule, Span, folding_rule
+from memoryd.redaction._secret_rules import is_code_reference, is_placeholder
 
 # A token starts a word: nothing of a word before it, or the `\\n`, `\\t` or `\\r` escape of a
 # JSON string (text that is itself JSON-encoded, as tool output often is).

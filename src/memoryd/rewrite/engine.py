@@ -49,10 +49,11 @@ from memoryd.llm.base import (
     TransientLLMError,
     UnusableLLMError,
 )
-from memoryd.llm.prices import PriceTable, Usage
+from memoryd.llm.prices import PriceTable
 from memoryd.logs import get_logger
 from memoryd.rewrite import consolidate, summary
-from memoryd.rewrite.answers import asked_digest, split_answered
+from memoryd.rewrite.answers import split_answered
+from memoryd.rewrite.asking import SummaryAsker
 from memoryd.rewrite.batch import custom_id_for, match_results
 from memoryd.rewrite.bounded import consolidate_bounded
 from memoryd.rewrite.ledger import JOB, Ledger
@@ -66,7 +67,6 @@ from memoryd.rewrite.report import RewriteReport
 from memoryd.rewrite.select import Candidate, Mode, select
 from memoryd.rewrite.staging import SummaryStage
 from memoryd.state.facade import State
-from memoryd.state.meta import clear_unusable_llm, note_unusable_llm
 from memoryd.store.catalog import EntityCatalog
 from memoryd.store.index import write_index
 from memoryd.store.summaries import SummaryInput, read_input
@@ -127,6 +127,19 @@ class Rewrite:
         # One run, one unit of work: everything the run stages is committed together.
         self._uow = UnitOfWork(git)
         self.stage = SummaryStage(self._uow, self.report, clock=clock, scrub=scrub)
+        self.asker = SummaryAsker(
+            state=state,
+            client=client,
+            batch_client=batch_client,
+            ledger=self.ledger,
+            report=self.report,
+            stage=self.stage,
+            model=settings.model,
+            today=self.today,
+            clock=clock,
+            scrub=scrub,
+            run_id=self.run_id,
+        )
         self._memos: dict[str, str] = {}
         self._finished_batch: str | None = None
 
@@ -194,7 +207,7 @@ class Rewrite:
         handled: set[str] = set()
         for answer in matched.answers:
             if answer.result is not None and charge:
-                self._charge_call(answer.result.usage, answer.result.model, batch=True)
+                self.asker.charge(answer.result.usage, answer.result.model, batch=True)
             entity = catalog.by_ref(answer.ref)
             if entity is None:
                 continue
@@ -258,10 +271,10 @@ class Rewrite:
             return
         if self.settings.use_batches and self.batch_client is not None:
             if self.report.batch_applied is None:
-                self._submit_batch(asking)
+                self.asker.submit_batch(asking)
             return  # with a batch just applied, the rest waits for the next run
         for position, candidate in enumerate(asking):
-            if not self._ask(candidate):
+            if not self.asker.ask(candidate):
                 for rest in asking[position:]:
                     self.stage.template(rest, self.report.template_reason or "llm unavailable")
                 return
@@ -281,120 +294,13 @@ class Rewrite:
         return reuse.asking
 
     def summary_request(self, summary_input: SummaryInput, correction: str = "") -> ToolRequest:
-        return summary.build_request(
-            summary_input,
-            model=self.settings.model,
-            today=self.today.isoformat(),
-            correction=correction,
-        )
-
-    def _ask(self, candidate: Candidate) -> bool:
-        """Write one summary through the LLM. Return False when the LLM cannot be used any
-        more in this run (the caller falls back to the template for the rest)."""
-        assert self.client is not None  # noqa: S101 - only called in llm mode
-        correction = ""
-        for attempt in (1, 2):
-            request = self.summary_request(candidate.input, correction)
-            if not self.ledger.within_budget([request]):
-                self.report.template_reason = "daily budget spent"
-                return False
-            try:
-                result = self.client.call_tool(request)
-            except TransientLLMError as error:
-                log.warning("rewrite.llm_unavailable", error=str(error))
-                self.report.template_reason = "llm unreachable"
-                return False
-            except PermanentLLMError as error:
-                self._refused(error)
-                return False
-            self.report.llm_calls += 1
-            clear_unusable_llm(self.state.meta, model=request.model, valid_answer=False)
-            self.stage.prompts.update(summary.prompt_refs())
-            try:
-                body = summary.validate_summary(
-                    summary.summary_from_tool_input(result.tool_input),
-                    candidate.input.ids,
-                    candidate.input.hot_ids,
-                )
-            except summary.InvalidSummaryError as error:
-                self._charge_call(result.usage, result.model, batch=False)
-                if attempt == 2:
-                    self.stage.refused(candidate.input.entity.ref, error)
-                    return True
-                correction = summary.correction_for(error)
-                continue
-            # Journalled with its charge: a run killed from here on reuses this answer, so it
-            # is paid for exactly once.
-            with self.state.transaction():
-                self._charge_call(result.usage, result.model, batch=False)
-                self.state.rewrites.journal_answer(
-                    candidate.input.entity.ref,
-                    asked_digest=asked_digest(candidate.input, model=self.settings.model),
-                    body=self.scrub(body),  # the state database keeps no secret either
-                    run_id=self.run_id,
-                    answered_at=self.clock(),
-                )
-            self.stage.model_summary(candidate, body)
-            return True
-        return True
+        return self.asker.summary_request(summary_input, correction)
 
     def _stop_polling(self, error: TransientLLMError | UnusableLLMError) -> None:
         if isinstance(error, UnusableLLMError):
-            self._unusable(error)
+            self.asker.unusable(error)
         else:
             self._stop(f"llm: {error}")
-
-    def _refused(self, error: PermanentLLMError) -> None:
-        """The LLM refused a request for good; the template stands in for the rest."""
-        if isinstance(error, UnusableLLMError):
-            self._unusable(error)
-            return
-        log.error("rewrite.llm_refused", error=str(error))
-        self.report.template_reason = "llm refused the request"
-        self.report.outcome = "failed"
-
-    def _unusable(self, error: UnusableLLMError) -> None:
-        """The LLM cannot be used in this run: nothing more is sent, the template stands in,
-        and the operator is told what to fix (when new or changed, at most once an hour)."""
-        self.report.outcome = "unusable"
-        self.report.template_reason = f"llm unusable ({error.kind})"
-        self.report.stop_reason = f"llm unusable ({error.kind}): {error.remedy}"
-        problem = error.problem()
-        if note_unusable_llm(self.state.meta, problem, self.clock()):
-            log.error("llm.unusable", run_id=self.run_id, job=JOB, **problem)
-
-    def _submit_batch(self, asking: list[Candidate]) -> None:
-        assert self.batch_client is not None  # noqa: S101 - checked by the caller
-        requests = [
-            (custom_id_for(c.input.entity.ref, c.input.digest), self.summary_request(c.input))
-            for c in asking
-        ]
-        if not self.ledger.within_budget([r for _, r in requests], batch=True):
-            self.report.template_reason = "daily budget spent"
-        else:
-            try:
-                batch_id = self.batch_client.submit_batch(requests)
-            except TransientLLMError as error:
-                log.warning("rewrite.llm_unavailable", error=str(error))
-                self.report.template_reason = "llm unreachable"
-            except PermanentLLMError as error:
-                self._refused(error)
-            else:
-                # Recorded at once: a restart from here on polls this batch, never pays again.
-                self.state.rewrites.start_batch(
-                    batch_id,
-                    submitted_at=self.clock(),
-                    requests={
-                        cid: c.input.entity.ref
-                        for (cid, _), c in zip(requests, asking, strict=True)
-                    },
-                )
-                self.report.batch_submitted = batch_id
-                self.stage.prompts.update(summary.prompt_refs())
-                log.info("rewrite.batch_submitted", batch_id=batch_id, requests=len(requests))
-                return
-        for candidate in asking:
-            self.stage.template(candidate, self.report.template_reason or "llm unavailable")
 
     # -- step 5: consolidation ---------------------------------------------------------------
 
@@ -448,10 +354,6 @@ class Rewrite:
         )
         if self.report.outcome == "nothing-to-do" and did_something:
             self.report.outcome = "ok"
-
-    def _charge_call(self, usage: Usage, model: str | None, *, batch: bool) -> None:
-        self.ledger.charge(usage, model, batch=batch)
-        self.report.usage, self.report.cost_usd = self.ledger.usage, self.ledger.cost_usd
 
     def _stop(self, reason: str) -> None:
         self.report.outcome = "stopped"

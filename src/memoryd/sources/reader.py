@@ -15,11 +15,9 @@ stopped instead of starting over.
 from __future__ import annotations
 
 import gzip
-import hashlib
 import os
 import zlib
 from collections.abc import Mapping
-from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
@@ -37,8 +35,9 @@ from memoryd.sources._files import (
     read_line_file,
     unchanged,
 )
+from memoryd.sources._matching import match_cursors
 from memoryd.sources._rotation import rotated_away
-from memoryd.sources.cursor import FileCursor, FileIdentity, StoredCursors
+from memoryd.sources.cursor import FileCursor, StoredCursors
 from memoryd.sources.discovery import Survey, survey
 from memoryd.sources.formats import DocumentFormat, LineFormat, MalformedDocumentError
 from memoryd.sources.registry import get_format
@@ -59,12 +58,7 @@ DEFAULT_MAX_BYTES = 16 * 1024 * 1024
 DEFAULT_MAX_LINE_BYTES = 8 * 1024 * 1024
 DEFAULT_BLOCK_BYTES = 1024 * 1024
 
-_EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
 _log = structlog.get_logger(__name__)
-
-
-def _same_file(cursor: FileCursor, status: os.stat_result) -> bool:
-    return (cursor.identity.device, cursor.identity.inode) == (status.st_dev, status.st_ino)
 
 
 class SourceReader:
@@ -139,7 +133,7 @@ class SourceReader:
         unread = {key: c for key, c in cursors.items() if key not in result.cursors}
         budget = self._rescue(result, statuses, unread, max_bytes)
         moving = {key: s for key, s in statuses.items() if key not in kept} if kept else statuses
-        matched = self._match(moving, unread, stats)
+        matched = match_cursors(self.format, moving, unread, stats)
         for key, status in statuses.items():
             stats.files_seen += 1
             if key in kept:
@@ -219,40 +213,6 @@ class SourceReader:
             if rotated.renamed or key == path:
                 del unread[key]
         return budget
-
-    def _match(
-        self,
-        statuses: Mapping[str, os.stat_result],
-        cursors: Mapping[str, FileCursor],
-        stats: ReadStats,
-    ) -> dict[str, FileCursor]:
-        """Pair each current file with the cursor that describes it, following moved files.
-
-        A cursor whose path is gone, or now holds another inode, is an orphan. A file without a
-        cursor of its own (new, or its path's inode changed) first takes an orphan with its
-        inode (rotation) or lineage (gzipped run log). A path whose old cursor nobody took keeps
-        it: its file was replaced in place, and reading it again de-duplicates against it.
-        """
-        matched: dict[str, FileCursor] = {}
-        orphans: dict[str, FileCursor] = {}
-        for key, cursor in cursors.items():
-            status = statuses.get(key)
-            if status is not None and _same_file(cursor, status):
-                matched[key] = cursor
-            else:
-                orphans[key] = cursor
-        for key, status in statuses.items():
-            if key in matched or not orphans:
-                continue
-            adopted = self._adopt(key, status, orphans)
-            if adopted is not None:
-                matched[key] = adopted
-                stats.files_moved += 1
-        for key in statuses:
-            if key not in matched and key in orphans:
-                matched[key] = orphans.pop(key)
-        stats.files_forgotten = len(orphans)
-        return matched
 
     def lag(self, cursors: Mapping[str, FileCursor]) -> dict[str, int]:
         """Bytes of each current file not read yet (for `memoryd status`); never opens a file.
@@ -373,26 +333,6 @@ class SourceReader:
                 format=fmt.name,
             )
         return outcome
-
-    def _adopt(
-        self, path: str, status: os.stat_result, orphans: dict[str, FileCursor]
-    ) -> FileCursor | None:
-        """Continue a cursor whose file moved to `path` (rotation or a Paperclip gzip)."""
-        for key, orphan in orphans.items():
-            if _same_file(orphan, status):
-                del orphans[key]
-                return replace(orphan, path=path)
-        fmt = self.format
-        lineage = fmt.lineage(Path(path)) if isinstance(fmt, LineFormat) else None
-        if lineage is None:
-            return None
-        for key, orphan in orphans.items():
-            if isinstance(fmt, LineFormat) and fmt.lineage(Path(key)) == lineage:
-                del orphans[key]
-                # Same content under a new file: keep the position, take the new identity.
-                identity = FileIdentity(status.st_dev, status.st_ino, _EMPTY_SHA256, 0)
-                return replace(orphan, path=path, identity=identity, size=-1, at_eof=False)
-        return None
 
     def _defer(
         self,

@@ -40,7 +40,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date, timedelta
 
-from memoryd.state import _bundles
+import memoryd.state._bundles as bundles
 from memoryd.state._bundles import ROW_COLUMNS, Texts
 from memoryd.state._codec import day_from_text, day_to_text
 from memoryd.state._packing import TIGHT, pack_text
@@ -128,7 +128,7 @@ class MentionIndex:
                 (pack_text(new), row["id"]),
             )
             if row["bundle"] is not None:
-                _bundles.drop_unused(self._db)
+                bundles.drop_unused(self._db)
             self._unindex(row["id"], old)
             self._index(row["id"], new)
             return True
@@ -192,7 +192,7 @@ class MentionIndex:
             for row in rows:
                 self._unindex(row["id"], texts.text(row))
                 self._db.execute("DELETE FROM conversation_days WHERE id = ?", (row["id"],))
-            _bundles.drop_unused(self._db)
+            bundles.drop_unused(self._db)
         return len(rows)
 
     def settle(self, before: date, budget: int = SETTLE_BUDGET) -> int:
@@ -223,9 +223,9 @@ class MentionIndex:
         """
         with self._db.transaction():
             # An agent's past days bundled first (`state/_bundles.py`); the rest packed tighter.
-            quiet_since = day_to_text(before - timedelta(days=_bundles.QUIET_DAYS))
-            done = bundled = _bundles.bundle(self._db, day_to_text(before), quiet_since, budget)
-            spent = _bundles.BUNDLE_TEXT if done else 0
+            quiet_since = day_to_text(before - timedelta(days=bundles.QUIET_DAYS))
+            done = bundled = bundles.bundle(self._db, day_to_text(before), quiet_since, budget)
+            spent = bundles.BUNDLE_TEXT if done else 0
             waiting = self._db.query(
                 "SELECT id FROM conversation_days WHERE settled = 0 AND day < ?"
                 " ORDER BY day, id LIMIT 1000",

@@ -347,6 +347,6 @@ def _merge_tree() -> ModuleType:
     """`memoryd.sync._merge_tree`, imported when a merge is needed: the merge machinery (every
     file format of the store) is not needed by a job that only checks the repository (issue
     15: an idle heartbeat)."""
-    from memoryd.sync import _merge_tree as merge_tree  # noqa: PLC0415
+    import memoryd.sync._merge_tree as merge_tree  # noqa: PLC0415
 
     return merge_tree

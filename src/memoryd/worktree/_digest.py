@@ -1,4 +1,5 @@
-"""Content digests as memoryd journals and compares them, read without following symlinks."""
+"""Content digests as memoryd journals and compares them, read without following symlinks, and
+the planned write a journal records (a path and the digest it will hold)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import hashlib
 import os
 import stat
 from pathlib import Path
+from typing import NamedTuple
 
 from memoryd.errors import StoreError
 from memoryd.worktree._atomic import TEMP_SUFFIX
@@ -51,3 +53,12 @@ def read_bytes_nofollow(path: Path) -> bytes:
 def is_temporary(name: str) -> bool:
     """Whether a file name is one of the atomic-write helper's temporary files."""
     return name.startswith(".") and name.endswith(TEMP_SUFFIX)
+
+
+class PlannedWrite(NamedTuple):
+    """A pending disk change: `path` (store-relative) will hold content with this digest.
+
+    `sha256` is ABSENT when the path will be gone (the old place of a moved file)."""
+
+    path: str
+    sha256: str

@@ -33,6 +33,7 @@ import structlog
 
 from memoryd.gitrepo import GitStore
 from memoryd.worktree._digest import ABSENT, disk_digest, is_temporary, read_bytes_nofollow
+from memoryd.worktree._paths import StorePaths
 
 log = structlog.get_logger("memoryd.store.foreign")  # the name its events always had
 
@@ -70,7 +71,7 @@ def commit_foreign_edits(
     """Commit what others changed in the store and left uncommitted; say what was done.
 
     `scanner(text)` returns the kinds of secret found in a text. memoryd's own half-done writes
-    must have been undone first (`memoryd.worktree._unit.undo_own_writes`): any change here is
+    must have been undone first (`undo_own_writes`, below): any change here is
     taken for someone else's.
     """
     status = git.status()
@@ -119,3 +120,14 @@ def _scan(path: Path, scanner: Callable[[str], list[str]], max_bytes: int) -> tu
             return (TOO_LARGE,)
         text = read_bytes_nofollow(path).decode("utf-8", errors="replace")
     return tuple(sorted(set(scanner(text))))
+
+
+def undo_own_writes(git: GitStore, writes: Iterable[tuple[str, str]]) -> list[str]:
+    """Put back as HEAD has them the files of `writes` (store-relative path, planned digest)
+    that still hold exactly what memoryd planned: its own half-done writes of a job killed
+    before its commit. A planned removal (ABSENT) counts as memoryd's when the file is gone.
+    Anything else (a file others changed, one memoryd never reached) is left alone. Return the
+    paths restored."""
+    paths = StorePaths(git.store_root)
+    ours = [path for path, digest in writes if disk_digest(paths.resolve(path)) == digest]
+    return git.restore(ours)

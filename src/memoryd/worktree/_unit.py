@@ -25,20 +25,20 @@ own half-done work from edits others left in the store.
 from __future__ import annotations
 
 import os
-import re
 import stat
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import NamedTuple
 
 import structlog
 
 from memoryd.errors import ConcurrentEditError, CorruptFileError, StoreError
-from memoryd.gitrepo import GitStore, blob_name
+from memoryd.gitrepo import GitStore
 from memoryd.worktree._atomic import atomic_write_bytes, fsync_directory
+from memoryd.worktree._commit_scan import withheld_files
 from memoryd.worktree._digest import (
     ABSENT,
+    PlannedWrite,
     content_digest,
     disk_digest,
     is_temporary,
@@ -50,9 +50,10 @@ from memoryd.worktree._foreign import (
     ForeignEditsResult,
     WithheldFile,
     commit_foreign_edits,
+    undo_own_writes,
 )
 from memoryd.worktree._paths import StorePaths
-from memoryd.worktree._scanwindows import changed_windows
+from memoryd.worktree._trailers import RUN_TRAILER, with_trailers
 
 log = structlog.get_logger("memoryd.store.unit")  # the name its events always had
 
@@ -68,36 +69,6 @@ __all__ = [
     "with_trailers",
 ]
 
-# The commit trailer naming the run that made a commit: how a job killed after its commit is
-# told apart from one killed before it.
-RUN_TRAILER = "Memoryd-Run"
-
-_TRAILER_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*\Z")
-# A staged file at least this long, rewritten from HEAD's content, has only its changed lines
-# (with this many lines around each) scanned for secrets before the commit (`_to_scan`).
-_WINDOWED_SCAN_CHARS = 64 * 1024
-_SCAN_CONTEXT_LINES = 32
-
-
-class PlannedWrite(NamedTuple):
-    """A pending disk change: `path` (store-relative) will hold content with this digest.
-
-    `sha256` is ABSENT when the path will be gone (the old place of a moved file)."""
-
-    path: str
-    sha256: str
-
-
-def undo_own_writes(git: GitStore, writes: Iterable[tuple[str, str]]) -> list[str]:
-    """Put back as HEAD has them the files of `writes` (store-relative path, planned digest)
-    that still hold exactly what memoryd planned: its own half-done writes of a job killed
-    before its commit. A planned removal (ABSENT) counts as memoryd's when the file is gone.
-    Anything else (a file others changed, one memoryd never reached) is left alone. Return the
-    paths restored."""
-    paths = StorePaths(git.store_root)
-    ours = [path for path, digest in writes if disk_digest(paths.resolve(path)) == digest]
-    return git.restore(ours)
-
 
 @dataclass
 class _Staged:
@@ -105,19 +76,6 @@ class _Staged:
 
     origin: str | None
     text: str | None
-
-
-def with_trailers(message: str, trailers: Mapping[str, str]) -> str:
-    """The commit message followed by `Key: value` trailer lines after a blank line."""
-    lines = []
-    for key, value in trailers.items():
-        if not _TRAILER_KEY.match(key) or "\n" in value or "\r" in value:
-            raise ValueError(f"invalid commit trailer {key!r}: {value!r}")
-        lines.append(f"{key}: {value}")
-    body = message.strip()
-    if not body:
-        raise ValueError("a commit needs a message")
-    return body + ("\n\n" + "\n".join(lines) if lines else "") + "\n"
 
 
 class UnitOfWork:
@@ -304,33 +262,14 @@ class UnitOfWork:
             self._prune_empty_folders(key)
         for origin, _ in renames:
             self._prune_empty_folders(origin)
-        self.withheld = self._secret_files(scanner) if scanner is not None else ()
+        self.withheld = ()
+        if scanner is not None:
+            texts = {
+                k: staged.text for k, staged in self._staged.items() if staged.text is not None
+            }
+            self.withheld = withheld_files(self._git, texts, self._seen_text, scanner)
         paths = (set(self._staged) | self._removed) - {item.path for item in self.withheld}
         return self._git.commit(sorted(paths), full_message)
-
-    def _secret_files(self, scanner: Callable[[str], list[str]]) -> tuple[WithheldFile, ...]:
-        withheld = []
-        for key, staged in sorted(self._staged.items()):
-            if staged.text is None:
-                continue
-            kinds = [kind for part in self._to_scan(key, staged.text) for kind in scanner(part)]
-            if kinds:
-                withheld.append(WithheldFile(key, tuple(sorted(set(kinds)))))
-                log.warning("store.commit_withheld", path=key, secret_kinds=sorted(set(kinds)))
-        return tuple(withheld)
-
-    def _to_scan(self, key: str, text: str) -> list[str]:
-        """The parts of `text`, the new content of `key`, that the secret scan must read: the
-        whole text, or for a large file whose old content memoryd read and HEAD holds as it
-        is, the lines changed with `_SCAN_CONTEXT_LINES` around them (what HEAD has is in
-        history already; `memoryd.worktree._scanwindows` says what the windows still find)."""
-        old = self._seen_text.get(key)
-        if old is None or len(text) < _WINDOWED_SCAN_CHARS:
-            return [text]
-        committed = self._git.blob_at_head(key)
-        if committed is None or blob_name(old.encode("utf-8"), committed) != committed:
-            return [text]  # someone's edit memoryd read (withheld, or made since): all of it
-        return changed_windows(old, text, _SCAN_CONTEXT_LINES)
 
     def commit_foreign_edits(
         self,

@@ -29,7 +29,6 @@ from memoryd.errors import EXIT_CONFIG, EXIT_FAILED, EXIT_TEMPFAIL, TransientErr
 from memoryd.llm.anthropic_client import (
     DEFAULT_BASE_URL,
     AnthropicClient,
-    message_params,
     tls_context,
 )
 from memoryd.llm.base import (
@@ -39,6 +38,7 @@ from memoryd.llm.base import (
     TransientLLMError,
     UnusableLLMError,
 )
+from memoryd.llm.params import message_params
 from memoryd.llm.prices import Usage
 
 ClientFactory = Callable[..., AnthropicClient]

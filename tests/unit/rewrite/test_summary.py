@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from tests.unit.rewrite.support import TODAY, fact, person
 
-from memoryd.llm.anthropic_client import message_params
+from memoryd.llm.params import message_params
 from memoryd.rewrite.summary import (
     MAX_LINES,
     InvalidSummaryError,

@@ -1,5 +1,5 @@
 """The commit-time secret scan of a large rewritten file reads only what is new
-(`memoryd.worktree._scanwindows`, `UnitOfWork._to_scan`)."""
+(`memoryd.worktree._scanwindows`, `memoryd.worktree._commit_scan.parts_to_scan`)."""
 
 from __future__ import annotations
 

@@ -9,7 +9,8 @@ and formats are private to this package.
 from __future__ import annotations
 
 from memoryd.store.catalog._cache import load_catalog
-from memoryd.store.catalog._catalog import EntityCatalog, bucket_entry, entity_at
+from memoryd.store.catalog._catalog import EntityCatalog, entity_at
+from memoryd.store.catalog._layout import bucket_entry
 from memoryd.store.catalog._snapshot import followed_paths, save_snapshot
 
 __all__ = [

@@ -32,7 +32,8 @@ from typing import Any
 import structlog
 
 from memoryd.store import CATALOG_CACHE_FILE
-from memoryd.store.catalog._catalog import EntityCatalog, LabelForms, label_forms
+from memoryd.store.catalog._catalog import EntityCatalog
+from memoryd.store.catalog._labels import LabelForms, label_forms
 from memoryd.store.catalog._snapshot import load_snapshot, loaded_completely
 from memoryd.store.catalog._snapshot_files import (
     FileKey,
@@ -94,7 +95,7 @@ def load_catalog(
                 known_forms[entity.ref] = forms
                 return entity
         reads += 1
-        entity = reader._read_folder(folder, kind, slug, archived)
+        entity = reader.read_folder(folder, kind, slug, archived)
         incomplete = incomplete or (key is None and entity is not None)
         if key is not None and entity is not None:
             forms = label_forms(entity)

@@ -14,15 +14,15 @@ the transaction stay in step. Invariants:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import date
+from pathlib import Path
 
 import structlog
 
-from memoryd.charsafe import skeleton
-from memoryd.store.catalog._labels import LabelMatcher
+from memoryd.store.catalog._labels import LabelForms, LabelMatcher, label_forms, label_look
+from memoryd.store.catalog._layout import NESTED_BUCKETS, SLUG_SHAPE
 from memoryd.store.entities import (
     ARCHIVES,
     ITEMS_FILE,
@@ -46,22 +46,20 @@ from memoryd.worktree import MAX_SLUG_LENGTH, FileTransaction, slugify
 
 log = structlog.get_logger("memoryd.store.catalog")  # the name its events always had
 
-# Ends at "\Z": "$" also matches before a final newline ("acme\n").
-_SLUG_SHAPE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*\Z")
-# Bucket folders nested inside the `areas` bucket are not area entities.
-_NESTED_BUCKETS = frozenset(
-    layout.bucket.split("/", 1)[1] for layout in LAYOUTS.values() if "/" in layout.bucket
-)
-# Buckets by depth, deepest first: `areas/people` before `areas`.
-_BUCKETS = sorted(
-    ((kind, layout.bucket.split("/")) for kind, layout in LAYOUTS.items()),
-    key=lambda item: -len(item[1]),
-)
 # Reads one entity folder: (store-relative folder, kind, slug, archived) -> entity or None.
 FolderReader = Callable[[str, EntityKind, str, bool], "Entity | None"]
-# What the lookup tables index for one label: its normalized name, its look-alike skeleton, its
-# words and its normalized name's words (`label_forms`; a cache may keep them).
-LabelForms = tuple[str, str, tuple[str, ...], tuple[str, ...]]
+
+
+@dataclass
+class CatalogTables:
+    """The catalogue's lookup tables, shared rather than copied: what its snapshot writes and
+    reads back, so that a load from the snapshot does not build them again."""
+
+    by_ref: dict[str, Entity]
+    by_slug: dict[str, Entity]
+    taken: set[str]
+    labels: tuple[dict[str, set[str]], ...]  # by name, alias, normalized name, skeleton
+    mentions: LabelMatcher[str]
 
 
 class EntityCatalog:
@@ -99,25 +97,26 @@ class EntityCatalog:
         and `forms` gives an entity's `label_forms` when they are known.
         """
         catalog = cls(tx)
-        read = read_folder or catalog._read_folder
+        read = read_folder or catalog.read_folder
         for archived in (False, True):
             base = f"{LIFE}/{ARCHIVES}" if archived else LIFE
             for kind in KINDS:
                 bucket = f"{base}/{LAYOUTS[kind].bucket}"
                 for name in tx.list_dir(bucket):
-                    if name.startswith(".") or (kind == "area" and name in _NESTED_BUCKETS):
+                    if name.startswith(".") or (kind == "area" and name in NESTED_BUCKETS):
                         continue
                     catalog._taken.add(name)
-                    if _SLUG_SHAPE.match(name):
+                    if SLUG_SHAPE.match(name):
                         entity = read(f"{bucket}/{name}", kind, name, archived)
                         # A ref found both active and archived (a hand-made copy): active wins.
                         if entity is not None and entity.ref not in catalog._by_ref:
-                            catalog._register(entity, forms(entity) if forms else None)
+                            catalog.register(entity, forms(entity) if forms else None)
         return catalog
 
-    def _read_folder(
+    def read_folder(
         self, folder: str, kind: EntityKind, slug: str, archived: bool
     ) -> Entity | None:
+        """The entity in one store folder, read as `load` reads it, or None when it holds none."""
         metadata = self._tx.read_text(f"{folder}/{METADATA_FILE}")
         if metadata is not None:
             # Errors name the absolute path: that is what an operator can open and fix.
@@ -165,7 +164,7 @@ class EntityCatalog:
             (self._by_name, label),
             (self._by_alias, label),
             (self._by_normalized, normalize_name(label)),
-            (self._by_skeleton, _look(label)),
+            (self._by_skeleton, label_look(label)),
         ):
             candidates = [
                 self._by_ref[ref]
@@ -210,7 +209,7 @@ class EntityCatalog:
         checked_kind = check_kind(kind)
         checked_status = check_status(status)
         cleaned = clean_name(name)
-        lookalikes = sorted(self._by_skeleton.get(_look(cleaned), ()))
+        lookalikes = sorted(self._by_skeleton.get(label_look(cleaned), ()))
         if lookalikes:
             # Another kind's entity looks the same (same-kind look-alikes resolve to it): the
             # operator should know that two lines of the index will read alike.
@@ -228,7 +227,7 @@ class EntityCatalog:
         self._tx.write_text(entity.items_path, "[]\n")
         self._tx.write_text(entity.summary_path, f"# {entity.name}\n")
         self._taken.add(entity.slug)
-        self._register(entity)
+        self.register(entity)
         self._changed.add(entity.ref)
         return entity
 
@@ -241,7 +240,7 @@ class EntityCatalog:
             return current
         updated = replace(current, aliases=merged)
         self._tx.write_text(updated.metadata_path, render_metadata(updated))
-        self._register(updated)
+        self.register(updated)
         self._changed.add(updated.ref)
         return updated
 
@@ -261,9 +260,60 @@ class EntityCatalog:
         if updated.folder != current.folder:
             self._tx.move_dir(current.folder, updated.folder)
         self._tx.write_text(updated.metadata_path, render_metadata(updated))
-        self._register(updated)
+        self.register(updated)
         self._changed.add(updated.ref)
         return updated
+
+    # --- for the snapshot (`memoryd.store.catalog._snapshot`) ----------------------------------
+
+    @property
+    def root(self) -> Path:
+        """The store folder the catalogue describes."""
+        return self._tx.root
+
+    def export_tables(self) -> CatalogTables:
+        """The lookup tables as the catalogue holds them, for the snapshot to write."""
+        labels = (self._by_name, self._by_alias, self._by_normalized, self._by_skeleton)
+        return CatalogTables(self._by_ref, self._by_slug, self._taken, labels, self._mentions)
+
+    @classmethod
+    def from_tables(cls, tx: FileTransaction, tables: CatalogTables) -> EntityCatalog:
+        """A catalogue over `tx` holding `tables` (a snapshot read back), nothing changed."""
+        catalog = cls(tx)
+        catalog._by_ref, catalog._by_slug = tables.by_ref, tables.by_slug
+        catalog._taken, catalog._mentions = tables.taken, tables.mentions
+        by_name, by_alias, by_normalized, by_skeleton = tables.labels
+        catalog._by_name, catalog._by_alias = by_name, by_alias
+        catalog._by_normalized, catalog._by_skeleton = by_normalized, by_skeleton
+        return catalog
+
+    def rebind(self, tx: FileTransaction) -> None:
+        """Serve a later transaction with nothing changed yet (a catalogue kept between runs)."""
+        self._tx, self._changed = tx, set()
+
+    def set_taken(self, slug: str, taken: bool) -> None:
+        """Record whether a bucket entry named `slug` exists: a new entity never takes its name."""
+        if taken:
+            self._taken.add(slug)
+        else:
+            self._taken.discard(slug)
+
+    def forget(self, entity: Entity) -> None:
+        """Take `entity` out of every lookup table, as if it had never been registered (the
+        tables of a snapshot are those of a fresh load: each label is the entity's own)."""
+        ref = entity.ref
+        del self._by_ref[ref]
+        holder = self._by_slug.get(entity.slug)
+        if holder is not None and holder.ref == ref:
+            del self._by_slug[entity.slug]
+        _discard(self._by_name, entity.name, ref)
+        for alias in entity.aliases:
+            _discard(self._by_alias, alias, ref)
+        for normalized, look, label_words, normalized_words in label_forms(entity):
+            _discard(self._by_normalized, normalized, ref)
+            _discard(self._by_skeleton, look, ref)
+            self._mentions.remove_words(label_words, ref)
+            self._mentions.remove_words(normalized_words, ref)
 
     # --- internals -----------------------------------------------------------------------------
 
@@ -273,9 +323,9 @@ class EntityCatalog:
             raise InvalidEntityError(f"{entity.ref} is not an entity of this store")
         # Read the folder through the transaction before changing it: an entity loaded from a
         # cache was never read, and the transaction must know what it is about to overwrite.
-        found = self._read_folder(current.folder, current.kind, current.slug, current.archived)
+        found = self.read_folder(current.folder, current.kind, current.slug, current.archived)
         if found is not None and (found != current or found.extra != current.extra):
-            self._register(found)
+            self.register(found)
             self._changed.add(found.ref)
             self.exact_labels = False
             current = found
@@ -290,7 +340,7 @@ class EntityCatalog:
             candidate = base[: MAX_SLUG_LENGTH - len(suffix)].rstrip("-") + suffix
         return candidate
 
-    def _register(self, entity: Entity, forms: list[LabelForms] | None = None) -> None:
+    def register(self, entity: Entity, forms: list[LabelForms] | None = None) -> None:
         """Add or replace `entity` in every lookup table. Labels only grow, so nothing is
         removed from the name tables when an entity is replaced by its updated self. `forms`:
         the entity's `label_forms`, when known."""
@@ -311,18 +361,12 @@ class EntityCatalog:
             self._mentions.add_words(normalized_words, entity.ref)
 
 
-def label_forms(entity: Entity) -> list[LabelForms]:
-    """What the lookup tables index for each of the entity's names (name first, then aliases)."""
-    forms = []
-    for label in entity.names:
-        normalized = normalize_name(label)
-        forms.append((normalized, _look(label), tuple(words(label)), tuple(words(normalized))))
-    return forms
-
-
-def _look(label: str) -> str:
-    """What a label looks like: its normalized name after confusable folding."""
-    return normalize_name(skeleton(label))
+def _discard(table: dict[str, set[str]], label: str, ref: str) -> None:
+    refs = table.get(label)
+    if refs is not None:
+        refs.discard(ref)
+        if not refs:
+            del table[label]
 
 
 def _clean_aliases(aliases: Iterable[str], name: str) -> tuple[str, ...]:
@@ -337,25 +381,6 @@ def _clean_aliases(aliases: Iterable[str], name: str) -> tuple[str, ...]:
     return tuple(sorted(cleaned))
 
 
-def bucket_entry(path: str) -> tuple[EntityKind, str] | None:
-    """The (kind, name) of the bucket entry (active or archived) a store path is in or is, or
-    None outside every bucket (`life/index.md`) or for what `load` skips (hidden names, the
-    buckets nested in `areas`). The entity it holds, if any, has the ref of that kind and
-    name."""
-    parts = path.split("/")
-    if parts[0] != LIFE:
-        return None
-    rest = parts[2:] if len(parts) > 1 and parts[1] == ARCHIVES else parts[1:]
-    for kind, bucket in _BUCKETS:
-        depth = len(bucket)
-        if len(rest) > depth and rest[:depth] == bucket:
-            name = rest[depth]
-            if name.startswith(".") or (kind == "area" and name in _NESTED_BUCKETS):
-                return None
-            return kind, name
-    return None
-
-
 def entity_at(tx: FileTransaction, folder: str) -> Entity | None:
     """The entity whose folder is `folder` (store-relative, as `Entity.folder` gives it), read
     as `EntityCatalog.load` reads it, or None when `folder` is no entity's. One entity without
@@ -363,9 +388,9 @@ def entity_at(tx: FileTransaction, folder: str) -> Entity | None:
     parts = folder.split("/")
     archived = len(parts) > 2 and parts[1] == ARCHIVES
     bucket = "/".join(parts[2 if archived else 1 : -1])
-    if parts[0] != LIFE or len(parts) < 3 or not _SLUG_SHAPE.match(parts[-1]):
+    if parts[0] != LIFE or len(parts) < 3 or not SLUG_SHAPE.match(parts[-1]):
         return None
     for kind in KINDS:
         if LAYOUTS[kind].bucket == bucket:
-            return EntityCatalog(tx)._read_folder(folder, kind, parts[-1], archived)
+            return EntityCatalog(tx).read_folder(folder, kind, parts[-1], archived)
     return None

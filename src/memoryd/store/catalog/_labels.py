@@ -1,4 +1,5 @@
-"""Find which labels (entity names and aliases) occur in a text, as whole words.
+"""Find which labels (entity names and aliases) occur in a text, as whole words; and the forms
+of an entity's labels that the catalogue's lookup tables index (`label_forms`).
 
 Built once per catalogue and queried per chunk of conversation, so it must stay fast with
 thousands of labels, many sharing their first words ("Client 0042 Holdings", "Client 0043
@@ -16,10 +17,15 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+from memoryd.charsafe import skeleton
+from memoryd.store.entities import Entity, normalize_name
 from memoryd.store.text import words
 
 Key = TypeVar("Key", bound=Hashable)
 _REMEMBERED = 32  # texts whose answers `find` keeps
+# What the lookup tables index for one label: its normalized name, its look-alike skeleton, its
+# words and its normalized name's words (`label_forms`; a cache may keep them).
+LabelForms = tuple[str, str, tuple[str, ...], tuple[str, ...]]
 
 
 # A node of the trie: [children by word, keys of the labels ending at this word]. Plain lists
@@ -41,6 +47,16 @@ class LabelMatcher(Generic[Key]):
     # sent ahead has its context built again after every chunk applied
     # (`memoryd.heartbeat.ahead`).
     _found: dict[str, tuple[tuple[str, ...], frozenset[Key]]] = field(default_factory=dict)
+
+    @property
+    def trie(self) -> list[Any]:
+        """The labels' word trie as the matcher holds it, for the catalogue's snapshot."""
+        return self._root
+
+    @classmethod
+    def from_trie(cls, trie: list[Any]) -> LabelMatcher[Key]:
+        """A matcher over a trie `trie` gave (the snapshot read back)."""
+        return cls(_root=trie)
 
     def add(self, label: str, key: Key) -> None:
         """Register `label` as a way of mentioning `key`. A label without words is ignored."""
@@ -121,3 +137,17 @@ def _occurs(sequence: tuple[str, ...], tokens: tuple[str, ...]) -> bool:
         if tokens[start : start + size] == sequence:
             return True
         start += 1
+
+
+def label_forms(entity: Entity) -> list[LabelForms]:
+    """What the lookup tables index for each of the entity's names (name first, then aliases)."""
+    forms = []
+    for label in entity.names:
+        normalized = normalize_name(label)
+        forms.append((normalized, label_look(label), tuple(words(label)), tuple(words(normalized))))
+    return forms
+
+
+def label_look(label: str) -> str:
+    """What a label looks like: its normalized name after confusable folding."""
+    return normalize_name(skeleton(label))

@@ -58,13 +58,8 @@ import structlog
 
 from memoryd.collector import long_lived
 from memoryd.errors import CorruptFileError
-from memoryd.store.catalog._catalog import (
-    _NESTED_BUCKETS,
-    _SLUG_SHAPE,
-    EntityCatalog,
-    bucket_entry,
-    label_forms,
-)
+from memoryd.store.catalog._catalog import EntityCatalog
+from memoryd.store.catalog._layout import NESTED_BUCKETS, SLUG_SHAPE, bucket_entry
 from memoryd.store.catalog._snapshot_files import (
     BASE_FILE,
     DELTA_FILE,
@@ -86,7 +81,6 @@ from memoryd.store.entities import (
     LAYOUTS,
     LIFE,
     METADATA_FILE,
-    Entity,
     entity_folder,
 )
 from memoryd.worktree import FileTransaction
@@ -199,8 +193,8 @@ def _from_files(tx: FileTransaction, base_file: Path, delta_file: Path) -> _Kept
             entity = entity_from_document(document, kind, slug, archived)
             if entity is None:
                 return None
-            catalog._taken.add(entity.slug)
-            catalog._register(entity)
+            catalog.set_taken(entity.slug, True)
+            catalog.register(entity)
     except (KeyError, TypeError, ValueError, AttributeError):
         log.warning("store.catalog_snapshot_unusable", path=str(base_file))
         return None
@@ -213,34 +207,31 @@ def _bring_up_to_date(catalog: EntityCatalog, changed: Sequence[str]) -> int | N
     names = {found for path in changed if (found := bucket_entry(path)) is not None}
     if len(names) > _CHANGED_LIMIT:
         return None
-    root = catalog._tx.root
+    root = catalog.root
     for kind, name in sorted(names):
         ref = LAYOUTS[kind].ref_prefix + name
-        holder = catalog._by_slug.get(name)
+        holder = catalog.by_slug(name)
         if holder is not None and holder.ref != ref:
             return None  # a slug two entities share: which one holds it depends on the order
-        old = catalog._by_ref.get(ref)
+        old = catalog.by_ref(ref)
         if old is not None:
-            _unregister(catalog, old)
-        for archived in (False, True) if _SLUG_SHAPE.match(name) else ():
+            catalog.forget(old)
+        for archived in (False, True) if SLUG_SHAPE.match(name) else ():
             folder = entity_folder(kind, name, archived=archived)
             try:
-                entity = catalog._read_folder(folder, kind, name, archived)
+                entity = catalog.read_folder(folder, kind, name, archived)
             except CorruptFileError:
                 return None  # the load entity by entity says what is wrong
             if entity is None:
                 continue
             if not _regular(root / folder / METADATA_FILE):
                 return None  # made by hand or linked: read every time
-            holder = catalog._by_slug.get(name)
+            holder = catalog.by_slug(name)
             if holder is not None and holder.ref != ref:
                 return None
-            catalog._register(entity)  # the active folder first: an active copy wins
+            catalog.register(entity)  # the active folder first: an active copy wins
             break
-        if any(os.path.lexists(root / bucket / name) for bucket in _buckets(name)):
-            catalog._taken.add(name)
-        else:
-            catalog._taken.discard(name)
+        catalog.set_taken(name, any(os.path.lexists(root / b / name) for b in _buckets(name)))
     return len(names)
 
 
@@ -250,7 +241,7 @@ def _buckets(name: str) -> list[str]:
         f"{LIFE}/{ARCHIVES}/{layout.bucket}" if archived else f"{LIFE}/{layout.bucket}"
         for kind, layout in LAYOUTS.items()
         for archived in (False, True)
-        if not (kind == "area" and name in _NESTED_BUCKETS)
+        if not (kind == "area" and name in NESTED_BUCKETS)
     ]
 
 
@@ -259,32 +250,6 @@ def _regular(path: Path) -> bool:
         return stat.S_ISREG(os.lstat(path).st_mode)
     except OSError:
         return False
-
-
-def _unregister(catalog: EntityCatalog, entity: Entity) -> None:
-    """Take `entity` out of every lookup table, as if it had never been registered (the tables
-    of a snapshot are those of a fresh load: each label is the entity's own)."""
-    ref = entity.ref
-    del catalog._by_ref[ref]
-    holder = catalog._by_slug.get(entity.slug)
-    if holder is not None and holder.ref == ref:
-        del catalog._by_slug[entity.slug]
-    _discard(catalog._by_name, entity.name, ref)
-    for alias in entity.aliases:
-        _discard(catalog._by_alias, alias, ref)
-    for normalized, look, label_words, normalized_words in label_forms(entity):
-        _discard(catalog._by_normalized, normalized, ref)
-        _discard(catalog._by_skeleton, look, ref)
-        catalog._mentions.remove_words(label_words, ref)
-        catalog._mentions.remove_words(normalized_words, ref)
-
-
-def _discard(table: dict[str, set[str]], label: str, ref: str) -> None:
-    refs = table.get(label)
-    if refs is not None:
-        refs.discard(ref)
-        if not refs:
-            del table[label]
 
 
 def save_snapshot(
@@ -314,8 +279,7 @@ def save_snapshot(
         else:
             write_delta(
                 delta_file,
-                header(catalog._tx.root)
-                | {"base": origin.base, "commit": commit, "entities": delta},
+                header(catalog.root) | {"base": origin.base, "commit": commit, "entities": delta},
             )
         origin.delta = delta
         if keep:
@@ -353,7 +317,7 @@ def _keep(
     origin: _Origin,
     files: tuple[FileKey | None, FileKey | None],
 ) -> None:
-    root = catalog._tx.root
+    root = catalog.root
     _kept.pop(root, None)
     if origin.base is None or files[0] is None:
         return
@@ -369,5 +333,5 @@ def _take_kept(tx: FileTransaction, base_file: Path, delta_file: Path) -> _Kept 
     kept = _kept.pop(tx.root, None)
     if kept is None or kept.files != (stat_key(base_file), stat_key(delta_file)):
         return None
-    kept.catalog._tx, kept.catalog._changed = tx, set()
+    kept.catalog.rebind(tx)
     return kept

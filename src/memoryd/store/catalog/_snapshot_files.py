@@ -31,8 +31,8 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from memoryd.store.catalog._catalog import EntityCatalog, label_forms
-from memoryd.store.catalog._labels import LabelMatcher
+from memoryd.store.catalog._catalog import CatalogTables, EntityCatalog
+from memoryd.store.catalog._labels import LabelMatcher, label_forms
 from memoryd.store.entities import Entity
 from memoryd.store.vocabulary import KINDS, STATUSES, EntityKind, EntityStatus
 from memoryd.worktree import FileTransaction, atomic_write_bytes, atomic_write_text
@@ -192,7 +192,8 @@ def write_base(path: Path, document: dict[str, Any]) -> None:
 def base_document(catalog: EntityCatalog, commit: str) -> dict[str, Any]:
     """The base as `_catalog` reads it back: each entity a tuple of its fields (its creation
     date in ISO form), the tables and the trie as the catalogue holds them."""
-    return header(catalog._tx.root) | {
+    tables = catalog.export_tables()
+    return header(catalog.root) | {
         "commit": commit,
         "entities": [
             (
@@ -205,24 +206,19 @@ def base_document(catalog: EntityCatalog, commit: str) -> dict[str, Any]:
                 e.created.isoformat() if e.created else None,
                 e.extra,
             )
-            for e in catalog._by_ref.values()
+            for e in tables.by_ref.values()
         ],
-        "slugs": {slug: entity.ref for slug, entity in catalog._by_slug.items()},
-        "taken": set(catalog._taken),
-        "tables": list(_tables(catalog)),
-        "mentions": catalog._mentions._root,
+        "slugs": {slug: entity.ref for slug, entity in tables.by_slug.items()},
+        "taken": set(tables.taken),
+        "tables": list(tables.labels),
+        "mentions": tables.mentions.trie,
     }
-
-
-def _tables(catalog: EntityCatalog) -> tuple[dict[str, set[str]], ...]:
-    return catalog._by_name, catalog._by_alias, catalog._by_normalized, catalog._by_skeleton
 
 
 def catalog_from_base(tx: FileTransaction, base: dict[str, Any]) -> EntityCatalog:
     """The catalogue the base describes (a file this code wrote: see the module docstring);
     raise KeyError, TypeError or ValueError if it is not shaped as one."""
-    catalog = EntityCatalog(tx)
-    by_ref = catalog._by_ref
+    by_ref: dict[str, Entity] = {}
     from_iso = date.fromisoformat
     for kind, slug, archived, name, status, aliases, created, extra in base["entities"]:
         entity = _built(
@@ -236,11 +232,12 @@ def catalog_from_base(tx: FileTransaction, base: dict[str, Any]) -> EntityCatalo
             extra=extra,
         )
         by_ref[entity.ref] = entity
-    catalog._by_slug = {slug: by_ref[ref] for slug, ref in base["slugs"].items()}
-    catalog._taken = base["taken"]
+    by_slug = {slug: by_ref[ref] for slug, ref in base["slugs"].items()}
+    taken = base["taken"]
     tables = base["tables"]
     if len(tables) != 4 or not all(type(table) is dict for table in tables):
         raise ValueError("not the catalogue's four label tables")
-    catalog._by_name, catalog._by_alias, catalog._by_normalized, catalog._by_skeleton = tables
-    catalog._mentions = LabelMatcher(_root=base["mentions"])
-    return catalog
+    mentions: LabelMatcher[str] = LabelMatcher.from_trie(base["mentions"])
+    return EntityCatalog.from_tables(
+        tx, CatalogTables(by_ref, by_slug, taken, tuple(tables), mentions)
+    )
