@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 from tests.fakes.configs import anthropic_llm, ops_config
 from tests.fakes.fake_anthropic import FakeAnthropicServer, RecordedRequest, ToolUse
-from tests.integration.harness import Workspace, turn
+from tests.support.harness import Workspace, turn
 
 pytestmark = pytest.mark.slow
 

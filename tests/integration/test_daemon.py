@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 from tests.fakes.configs import anthropic_llm, ops_config
 from tests.fakes.fake_anthropic import FakeAnthropicServer, FakeUsage, RecordedRequest, ToolUse
-from tests.integration.harness import DESIGN_EVENTS
+from tests.support.harness import DESIGN_EVENTS
 
 from memoryd.errors import EXIT_TEMPFAIL
 from memoryd.state.facade import DATABASE_FILE_NAME, State

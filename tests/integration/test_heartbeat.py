@@ -11,8 +11,8 @@ import pytest
 from structlog.testing import capture_logs
 from tests.fakes.fake_anthropic import Error, FakeAnthropicServer, RecordedRequest, Text, ToolUse
 from tests.fakes.transcripts import SYNTHETIC_FORMATS, Said
-from tests.integration.harness import Workspace, turn
-from tests.shared_samples import SHARED_TRANSCRIPTS, requires_shared_transcripts
+from tests.support.harness import Workspace, turn
+from tests.support.shared_samples import SHARED_TRANSCRIPTS, requires_shared_transcripts
 
 from memoryd.errors import EXIT_CONFIG, EXIT_FAILED, EXIT_OK, EXIT_TEMPFAIL
 

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.integration.harness import TEST_KEY, Workspace, turn
+from tests.support.harness import TEST_KEY, Workspace, turn
 
 pytestmark = pytest.mark.slow
 

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from structlog.testing import capture_logs
 from tests.fakes.fake_anthropic import FakeAnthropicServer, RecordedRequest, ToolUse
-from tests.integration.harness import TEST_KEY, Workspace, turn
+from tests.support.harness import TEST_KEY, Workspace, turn
 
 from memoryd.jobs import hooks
 from memoryd.jobs.environment import Environment

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from structlog.testing import capture_logs
-from tests.integration.harness import Workspace, turn
+from tests.support.harness import Workspace, turn
 
 from memoryd.jobs import hooks
 from memoryd.jobs.after_merge import refresh_after_move

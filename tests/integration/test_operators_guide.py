@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.integration.harness import DESIGN_EVENTS
+from tests.support.harness import DESIGN_EVENTS
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 GUIDE = REPOSITORY / "docs" / "operators-guide.md"

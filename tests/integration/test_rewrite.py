@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from structlog.testing import capture_logs
 from tests.fakes.fake_anthropic import FakeAnthropicServer, RecordedRequest, ToolUse
-from tests.integration.harness import TEST_KEY, Workspace
-from tests.unit.rewrite.support import Planted, plant
+from tests.support.harness import TEST_KEY, Workspace
+from tests.support.rewrite import Planted, plant
 
 from memoryd.errors import EXIT_OK
 from memoryd.jobs.environment import open_state

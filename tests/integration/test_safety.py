@@ -24,9 +24,9 @@ from typing import Any
 import pytest
 from structlog.testing import capture_logs
 from tests.fakes.fake_anthropic import FakeAnthropicServer, RecordedRequest, ToolUse
-from tests.integration.harness import TEST_KEY, Workspace, turn
 from tests.integration.test_rewrite import summarizer
-from tests.unit.rewrite.support import Planted, plant
+from tests.support.harness import TEST_KEY, Workspace, turn
+from tests.support.rewrite import Planted, plant
 from tests.unit.test_redaction_corpus import NEAR_MISSES, POSITIVES
 
 from memoryd.daemon.status import collect_status

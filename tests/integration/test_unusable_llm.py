@@ -29,7 +29,7 @@ from tests.fakes.fake_anthropic import (
     prompt_too_long,
     request_too_large,
 )
-from tests.integration.harness import TEST_KEY, Workspace, turn
+from tests.support.harness import TEST_KEY, Workspace, turn
 
 from memoryd.daemon.status import collect_status, render_status
 from memoryd.errors import EXIT_CONFIG, EXIT_FAILED, EXIT_OK

@@ -14,7 +14,7 @@ from collections.abc import Callable
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.shared_samples import SHARED_TRANSCRIPTS
+from tests.support.shared_samples import SHARED_TRANSCRIPTS
 
 from memoryd.redaction import find_secrets, redact
 

@@ -17,12 +17,11 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.support.sources import all_turns, make_reader, read_once, texts
 
 from memoryd.sources.cursor import FileCursor
 from memoryd.sources.model import Turn
 from memoryd.sources.reader import ReadResult, SourceReader
-
-from .support import all_turns, make_reader, read_once, texts
 
 BASE = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 import zstandard
-from tests.shared_samples import SHARED_TRANSCRIPTS, requires_shared_transcripts
-
-from .support import all_turns, make_reader, read_once, texts
+from tests.support.shared_samples import SHARED_TRANSCRIPTS, requires_shared_transcripts
+from tests.support.sources import all_turns, make_reader, read_once, texts
 
 REAL = SHARED_TRANSCRIPTS / "real"
 SPOTTER = REAL / "claude-code" / "spotter"

@@ -11,13 +11,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from structlog.testing import capture_logs
+from tests.support.sources import make_reader, read_once, read_until_done, texts
 
 from memoryd.settings import SOURCE_FORMATS
 from memoryd.sources.cursor import CursorError, FileCursor
 from memoryd.sources.reader import SourceReader
 from memoryd.sources.registry import FORMATS, UnknownFormatError, get_format
-
-from .support import make_reader, read_once, read_until_done, texts
 
 GOOD_LINE = json.dumps(
     {"role": "user", "content": "still here", "timestamp": "2026-01-01T00:00:00Z"}
