@@ -58,7 +58,7 @@ DAYS = [
 
 
 def model(request: RecordedRequest) -> ToolUse:
-    from tests.integration.test_heartbeat import marker_model
+    from tests.support.marker_model import marker_model
 
     return marker_model(request)
 

@@ -14,13 +14,12 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from tests.support.incremental import BASE, jsonl_file, stamp
 from tests.support.sources import LOCKED, as_unprivileged, make_reader, read_once, texts
 
 from memoryd.sources._files import unchanged
 from memoryd.sources.cursor import CursorError, FileCursor, FileIdentity, StoredCursors
 from memoryd.sources.reader import ReadResult, SourceReader
-
-from .test_source_incremental import BASE, jsonl_file, stamp
 
 
 def line(text: str, index: int) -> str:

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
-from tests.unit.store.test_git import IDENTITY, NOW, git, make_repo, store_at
+from tests.support.git_store import IDENTITY, NOW, git, make_repo, store_at
 
 from memoryd.errors import EXIT_TEMPFAIL, GitBusyError, GitError
 from memoryd.gitrepo._repository import GitStore, find_work_tree
