@@ -1,4 +1,4 @@
-"""Two hosts, one bare remote: the safety gate's records (issue 13) merge by meaning.
+"""Two hosts, one bare remote: the safety gate's records merge by meaning.
 
 Both hosts hold the same dangerous tips and file the same safe tip into one skills file, one of
 them offline; one host decides while the other holds or decides otherwise. Once the offline host

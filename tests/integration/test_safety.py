@@ -1,4 +1,4 @@
-"""Issue 13 end to end: what reaches agents is safe.
+"""Safety end to end: what reaches agents is safe.
 
 Secrets of every kind of the redaction corpus are planted in user text, assistant text and tool
 output, and echoed by the model in its answers (valid and invalid): none reaches the requests

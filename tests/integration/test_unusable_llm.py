@@ -1,4 +1,4 @@
-"""Run-level LLM errors, through the real SDK against the fake server (issue 10, point 1).
+"""Run-level LLM errors, through the real SDK against the fake server.
 
 A refused key, a missing permission, a retired model, no credit left, the endpoint's size limit,
 or a model that answers nothing but invalid answers: each heartbeat stops at its first such

@@ -39,8 +39,8 @@ def test_every_configurable_format_has_a_reader() -> None:
 
 
 def test_each_reader_is_registered_under_its_own_name_and_made_once() -> None:
-    # The registry imports a format's module on its first lookup (issue 15: an idle heartbeat
-    # pays only for the formats its configuration names).
+    # The registry imports a format's module on its first lookup (an idle heartbeat pays
+    # only for the formats its configuration names).
     for name in FORMATS:
         assert FORMATS[name].name == name
         assert get_format(name) is FORMATS[name]

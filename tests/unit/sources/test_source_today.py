@@ -1,4 +1,4 @@
-"""Formats as agents write them today (issue 12), on the project's own synthetic transcripts.
+"""Formats as agents write them today, on the project's own synthetic transcripts.
 
 The same points are checked on the real samples in `test_source_real_samples`.
 """

@@ -1,4 +1,4 @@
-"""Stored cursors decoded only when their file changed (issue 15: an idle heartbeat over
+"""Stored cursors decoded only when their file changed (an idle heartbeat over
 thousands of files decodes none), and a read with them finds exactly what a read with the
 decoded cursors finds: appends, rotation, truncation, replacement, deletion, new files, the
 first-sight cutoff, the byte budget and unreadable files."""

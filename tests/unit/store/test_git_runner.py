@@ -1,4 +1,4 @@
-"""How the git adapter finds a repository and runs git as a command (issue 15: without GitPython),
+"""How the git adapter finds a repository and runs git as a command (no GitPython),
 on real repositories: which repository a folder is in, and what a failing, busy or hanging git
 command becomes (GitError, GitBusyError with exit code 75, a timeout)."""
 
