@@ -46,7 +46,7 @@ def _pw(rng: random.Random) -> str:
 
 
 POSITIVES: dict[str, Builder] = {
-    # The 14 formats the issue found leaking, and the prose password.
+    # The 14 formats once found leaking, and the prose password.
     "aws-credentials-csv-secret": _simple(
         "Access key ID,Secret access key\nAKIA" + "ABCDEFGHIJKLMNO7" + ",{v}\n",
         lambda r: _rand(r, 40, B64),
