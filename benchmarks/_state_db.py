@@ -4,12 +4,12 @@ Measured on data big enough for the fixed pages (each table and index holds at l
 page) not to decide the ratio: a synthetic backfill of tens of MB (`--db-agents` x `--db-days`
 conversation-days of tool-heavy JSONL whose dialogue is varied text, so that it compresses and
 indexes like prose rather than like one repeated sentence), and, when they are beside the clone,
-the shared real transcripts (`tests/shared_samples.py`, read in place, never copied). Answers are
-instant (the fake Anthropic server over loopback, real SDK); the heartbeat is repeated until
-nothing is left to read. Sizes are taken after a WAL checkpoint, as the database file and as the
-whole state folder (the file plus its WAL and the catalogue cache), after the backfill and again
-after the 14-day journal prune (the clock moved 15 days on, one idle heartbeat); `dbstat` breaks
-the file down by table.
+the shared real transcripts (`tests/support/shared_samples.py`, read in place, never copied).
+Answers are instant (the fake Anthropic server over loopback, real SDK); the heartbeat is
+repeated until nothing is left to read. Sizes are taken after a WAL checkpoint, as the database
+file and as the whole state folder (the file plus its WAL and the catalogue cache), after the
+backfill and again after the 14-day journal prune (the clock moved 15 days on, one idle
+heartbeat); `dbstat` breaks the file down by table.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from typing import Any
 
 import zstandard
 from tests.fakes.fake_anthropic import FakeAnthropicServer
-from tests.integration.harness import Workspace, turn
-from tests.shared_samples import SHARED_TRANSCRIPTS
+from tests.support.harness import Workspace, turn
+from tests.support.shared_samples import SHARED_TRANSCRIPTS
 
 from benchmarks.bench_heartbeat import DATA, TOOL_OUTPUT, folder_mb, marker_answer
 

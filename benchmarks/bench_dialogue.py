@@ -1,7 +1,7 @@
 """Input tokens sent per dialogue token on short dialogue sessions.
 
 Ten short work conversations of one agent on one day (one file each, a few turns of plain
-dialogue, no tool output) go through one real heartbeat (`tests.integration.harness`) against the
+dialogue, no tool output) go through one real heartbeat (`tests.support.harness`) against the
 fake Anthropic server over loopback through the real SDK. Everything the server received is
 counted: the system prompt, the tool definition (name, description, input schema as JSON) and
 the messages. Tokens are characters / 4 on both sides; the dialogue is the turns' text only.
@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.fakes.fake_anthropic import FakeAnthropicServer, RecordedRequest, ToolUse
-from tests.integration.harness import Workspace, turn
+from tests.support.harness import Workspace, turn
 
 from benchmarks._report import write_section
 from memoryd.settings._model import LLMSettings

@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.fakes.fake_anthropic import FakeAnthropicServer, RecordedRequest, ToolUse
-from tests.integration.harness import Workspace, turn
+from tests.support.harness import Workspace, turn
 
 from benchmarks._report import write_section
 

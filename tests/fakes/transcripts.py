@@ -1,7 +1,7 @@
 """Fake agents: a short dialogue written as each transcript format's agent writes it on disk.
 
 The project's own samples, one writer per format of `memoryd.sources.registry.FORMATS`, so that
-every format is tested without the shared real samples (`tests.shared_samples`). Each writer
+every format is tested without the shared real samples (`tests.support.shared_samples`). Each writer
 takes the dialogue a reader must return — (role, text) pairs, turn `i` said at `moment(i)` — and
 writes it in the format's real layout, wrapped in the records that format's reader must not
 return: thinking, tool calls, scaffolding, display mirrors, abandoned branches, compaction

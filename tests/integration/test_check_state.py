@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.integration.harness import Workspace, turn
+from tests.support.harness import Workspace, turn
 
 from memoryd.cli.commands import cmd_check
 from memoryd.errors import EXIT_OK

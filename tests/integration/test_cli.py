@@ -9,62 +9,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.support.cli import json_lines, memoryd, write_config
 
 from memoryd.errors import EXIT_CONFIG, EXIT_OK, EXIT_TEMPFAIL, EXIT_USAGE
 
 pytestmark = pytest.mark.slow
-
-
-def memoryd(
-    *args: str, cwd: Path, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    environ = {
-        "PATH": os.environ["PATH"],
-        "HOME": str(cwd),
-        "PYTHONPATH": os.pathsep.join(sys.path),
-    }
-    environ.update(env or {})
-    return subprocess.run(
-        [sys.executable, "-m", "memoryd", *args],
-        cwd=cwd,
-        env=environ,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-
-
-def json_lines(stderr: str) -> list[dict[str, object]]:
-    lines = [json.loads(line) for line in stderr.splitlines() if line.strip()]
-    for line in lines:
-        assert {"event", "level", "timestamp"} <= set(line)
-    return lines
-
-
-def write_config(folder: Path, extra: str = "") -> Path:
-    (folder / "logs").mkdir(exist_ok=True)
-    config = folder / "memoryd.toml"
-    config.write_text(
-        f"""
-[store]
-path = "store"
-[state]
-path = "state"
-[llm]
-provider = "markers"
-[backfill]
-since = "all"
-{extra}
-[[agents]]
-name = "ops"
-  [[agents.sources]]
-  format = "jsonl"
-  path = "logs"
-""",
-        encoding="utf-8",
-    )
-    return config
 
 
 def test_check_reports_every_problem_and_exits_78(tmp_path: Path) -> None:

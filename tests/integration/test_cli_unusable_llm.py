@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 from tests.fakes.fake_anthropic import FakeAnthropicServer, credit_too_low
-from tests.integration.test_check_online import run, server, write_config
-from tests.integration.test_cli import memoryd
+from tests.support.check_online import run, server, write_config
+from tests.support.cli import memoryd
 
 from memoryd.errors import EXIT_CONFIG, EXIT_OK
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 from tests.fakes.fake_anthropic import Error, FakeAnthropicServer, RecordedRequest, ToolUse
-from tests.integration.harness import Workspace, turn
-from tests.integration.test_heartbeat import transcript_of, user_text
+from tests.support.harness import Workspace, turn
+from tests.support.marker_model import transcript_of, user_text
 
 from memoryd.errors import EXIT_OK
 

@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 from tests.fakes.configs import anthropic_llm, ops_config
 from tests.fakes.fake_anthropic import FakeAnthropicServer, RecordedRequest, ToolUse
-from tests.integration.harness import Workspace, turn
+from tests.support.harness import Workspace, turn
 
 pytestmark = pytest.mark.slow
 
@@ -58,7 +58,7 @@ DAYS = [
 
 
 def model(request: RecordedRequest) -> ToolUse:
-    from tests.integration.test_heartbeat import marker_model
+    from tests.support.marker_model import marker_model
 
     return marker_model(request)
 

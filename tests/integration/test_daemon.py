@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 from tests.fakes.configs import anthropic_llm, ops_config
 from tests.fakes.fake_anthropic import FakeAnthropicServer, FakeUsage, RecordedRequest, ToolUse
-from tests.integration.harness import DESIGN_EVENTS
+from tests.support.harness import STABLE_EVENTS
 
 from memoryd.errors import EXIT_TEMPFAIL
 from memoryd.state.facade import DATABASE_FILE_NAME, State
@@ -293,7 +293,7 @@ def test_ready_first_then_the_startup_heartbeat_commits_then_sigterm_exits_0(
     assert events.index("daemon.ready") < events.index("heartbeat.started")
     assert events[-1] == "daemon.stopped"
     assert_json_log(daemon)
-    assert DESIGN_EVENTS & set(events) == {"heartbeat.started", "heartbeat.finished"}
+    assert STABLE_EVENTS & set(events) == {"heartbeat.started", "heartbeat.finished"}
 
 
 def test_sigterm_during_a_slow_llm_call_exits_0_at_once_and_the_next_start_finishes(

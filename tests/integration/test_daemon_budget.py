@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from structlog.testing import capture_logs
 from tests.fakes.fake_anthropic import FakeAnthropicServer, FakeUsage, RecordedRequest, ToolUse
-from tests.integration.harness import Workspace, turn
+from tests.support.harness import Workspace, turn
 
 from memoryd.errors import EXIT_OK, EXIT_TEMPFAIL
 from memoryd.jobs.environment import Environment, open_state

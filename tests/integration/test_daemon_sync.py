@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from structlog.testing import capture_logs
-from tests.integration.harness import Workspace, turn
+from tests.support.harness import Workspace, turn
 
 from memoryd.jobs.heartbeat import run_heartbeat
 from memoryd.settings import Settings

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from structlog.testing import capture_logs
-from tests.integration.harness import Workspace, turn
+from tests.support.harness import Workspace, turn
 
 from memoryd.errors import EXIT_OK
 from memoryd.jobs.heartbeat import run_heartbeat

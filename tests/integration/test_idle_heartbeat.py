@@ -1,4 +1,4 @@
-"""An idle heartbeat is nearly free (issue 15): what a real `memoryd heartbeat` process imports
+"""An idle heartbeat is nearly free: what a real `memoryd heartbeat` process imports
 when nothing is new, and that it still files what is new once there is something.
 
 The speed itself is measured by `benchmarks/bench_heartbeat.py` (`idle`), not here: these tests
@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.integration.harness import TEST_KEY, Workspace, turn
+from tests.support.harness import TEST_KEY, Workspace, turn
 
 pytestmark = pytest.mark.slow
 

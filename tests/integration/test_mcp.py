@@ -16,14 +16,8 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.types import TextContent
-from tests.integration.test_cli import write_config
-from tests.integration.test_reading import (
-    JANE,
-    child_environment,
-    git,
-    memoryd,
-    write_transcript,
-)
+from tests.support.cli import write_config
+from tests.support.reading import JANE, child_environment, git, memoryd, write_transcript
 
 from memoryd.errors import EXIT_OK
 

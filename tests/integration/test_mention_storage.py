@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import date, timedelta
 from pathlib import Path
 
-from tests.integration.harness import NOW, Workspace, turn
+from tests.support.harness import NOW, Workspace, turn
 
 from memoryd.jobs.environment import open_state
 

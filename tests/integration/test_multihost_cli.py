@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from tests.integration.test_cli import memoryd, write_config
+from tests.support.cli import memoryd, write_config
 
 from memoryd.errors import EXIT_CONFIG, EXIT_OK
 

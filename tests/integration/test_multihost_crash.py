@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from tests.fakes.fake_anthropic import FakeAnthropicServer
-from tests.integration.test_multihost import JANE, Host, git, model, remote_facts
+from tests.support.multihost import JANE, Host, git, model, remote_facts
 
 pytestmark = pytest.mark.slow
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from structlog.testing import capture_logs
 from tests.fakes.fake_anthropic import FakeAnthropicServer
-from tests.integration.test_multihost import Host, git, model
+from tests.support.multihost import Host, git, model
 
 from memoryd.daemon.schedule import status_line
 from memoryd.daemon.status import collect_status, render_status

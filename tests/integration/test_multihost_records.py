@@ -1,4 +1,4 @@
-"""Two hosts, one bare remote: the safety gate's records (issue 13) merge by meaning.
+"""Two hosts, one bare remote: the safety gate's records merge by meaning.
 
 Both hosts hold the same dangerous tips and file the same safe tip into one skills file, one of
 them offline; one host decides while the other holds or decides otherwise. Once the offline host
@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from structlog.testing import capture_logs
-from tests.integration.harness import Workspace, turn
+from tests.support.harness import Workspace, turn
 
 from memoryd.jobs import hooks
 from memoryd.jobs.after_merge import refresh_after_move

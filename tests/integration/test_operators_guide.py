@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.integration.harness import DESIGN_EVENTS
+from tests.support.harness import STABLE_EVENTS
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 GUIDE = REPOSITORY / "docs" / "operators-guide.md"
@@ -112,13 +112,13 @@ def test_log_recipes_run_on_a_real_journal(journal: Path) -> None:
     assert row.split("\t")[:3] == [str(event["timestamp"]), "ok", str(event["facts_added"])]
 
 
-def test_every_event_the_guide_names_is_designed_or_logged() -> None:
+def test_every_event_the_guide_names_is_stable_or_logged() -> None:
     code = "\n".join(p.read_text(encoding="utf-8") for p in SOURCE.rglob("*.py"))
     # The first cell of each row of the events table, e.g. "`llm.retry` / `llm.failed`".
     cells = re.findall(r"^\| (`[^|]*`) \|", guide_section("4."), re.MULTILINE)
     named = {name for cell in cells for name in re.findall(r"`([a-z_]+\.[a-z_]+)`", cell)}
     assert {"heartbeat.finished", "budget.exhausted", "chunk.quarantined", "job.failed"} <= named
-    unknown = {name for name in named if name not in DESIGN_EVENTS and f'"{name}"' not in code}
+    unknown = {name for name in named if name not in STABLE_EVENTS and f'"{name}"' not in code}
     assert not unknown, f"the guide names events nothing logs: {sorted(unknown)}"
 
 

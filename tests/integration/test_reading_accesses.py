@@ -10,8 +10,8 @@ from datetime import date, timedelta
 from pathlib import Path
 
 import pytest
-from tests.integration.harness import Workspace, turn
-from tests.unit.rewrite.support import Planted, plant
+from tests.support.harness import Workspace, turn
+from tests.support.rewrite import Planted, plant
 
 from memoryd.heartbeat import HeartbeatReport
 from memoryd.jobs.environment import open_state

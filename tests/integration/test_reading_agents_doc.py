@@ -18,8 +18,8 @@ import anyio
 import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
-from tests.integration.test_cli import write_config
-from tests.integration.test_reading import child_environment, memoryd, write_transcript
+from tests.support.cli import write_config
+from tests.support.reading import child_environment, memoryd, write_transcript
 
 from memoryd.errors import EXIT_OK
 

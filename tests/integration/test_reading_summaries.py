@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 from tests.fakes.fake_anthropic import FakeAnthropicServer, RecordedRequest, ToolUse
-from tests.integration.harness import Workspace, turn
-from tests.integration.test_rewrite import run
-from tests.unit.rewrite.support import Planted, plant
+from tests.support.harness import Workspace, turn
+from tests.support.rewrite import Planted, plant
+from tests.support.rewrite_run import run
 
 from memoryd.errors import EXIT_OK
 

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 from tests.fakes.fake_anthropic import FakeAnthropicServer, RecordedRequest, ToolUse
-from tests.integration.harness import Workspace, turn
+from tests.support.harness import Workspace, turn
 
 from memoryd.jobs.environment import open_state
 

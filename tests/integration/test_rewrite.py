@@ -15,19 +15,16 @@ from typing import Any
 import pytest
 from structlog.testing import capture_logs
 from tests.fakes.fake_anthropic import FakeAnthropicServer, RecordedRequest, ToolUse
-from tests.integration.harness import TEST_KEY, Workspace
-from tests.unit.rewrite.support import Planted, plant
+from tests.support.harness import Workspace
+from tests.support.rewrite import Planted, plant
+from tests.support.rewrite_run import run, summarizer
 
 from memoryd.errors import EXIT_OK
 from memoryd.jobs.environment import open_state
-from memoryd.jobs.rewrite import build_rewrite, explain, poll_rewrite_batch, run_rewrite
-from memoryd.llm.anthropic_client import AnthropicClient
-from memoryd.rewrite.report import RewriteReport
-from memoryd.settings import Settings
+from memoryd.jobs.rewrite import explain, poll_rewrite_batch, run_rewrite
 
 JANE = "life/areas/people/jane-doe/summary.md"
 ACME = "life/areas/companies/acme/summary.md"
-_FACT_LINE = re.compile(r"^\[([a-z0-9-]+-\d{3,})\] (.*) \([a-z]+, since [0-9-]+\)$", re.MULTILINE)
 
 
 @pytest.fixture
@@ -45,30 +42,6 @@ def ws(tmp_path: Path) -> Workspace:
         today=workspace.now.date(),
     )
     return workspace
-
-
-def summarizer(request: RecordedRequest) -> ToolUse:
-    """A fake model that summarizes by restating each given fact, citing its id."""
-    text = request.body["messages"][0]["content"]
-    lines = [f"- {fact} [{fact_id}]" for fact_id, fact in _FACT_LINE.findall(text)]
-    return ToolUse({"summary": "\n".join(lines)})
-
-
-def run(
-    ws: Workspace, settings: Settings, base_url: str | None, *, poll_only: bool = False
-) -> RewriteReport:
-    env = ws.environment()
-    with open_state(settings, env) as state:
-        if base_url is None:
-            return build_rewrite(settings, env, state, None).run(poll_only=poll_only)
-        with AnthropicClient(
-            api_key=TEST_KEY,
-            base_url=base_url,
-            timeout_seconds=5,
-            max_attempts=2,
-            sleep=ws.waits.append,
-        ) as client:
-            return build_rewrite(settings, env, state, client).run(poll_only=poll_only)
 
 
 def sent(server: FakeAnthropicServer) -> str:

@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 from structlog.testing import capture_logs
 from tests.fakes.fake_anthropic import FakeAnthropicServer, RecordedRequest, ToolUse
-from tests.integration.harness import Workspace
-from tests.integration.test_rewrite import run, summarizer
-from tests.unit.rewrite.support import Planted, plant
+from tests.support.harness import Workspace
+from tests.support.rewrite import Planted, plant
+from tests.support.rewrite_run import run, summarizer
 
 from memoryd.jobs.environment import open_state
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from structlog.testing import capture_logs
 from tests.fakes.fake_anthropic import FakeAnthropicServer, credit_too_low, invalid_key
-from tests.integration.harness import Workspace
-from tests.integration.test_rewrite import run, summarizer
-from tests.unit.rewrite.support import Planted, plant
+from tests.support.harness import Workspace
+from tests.support.rewrite import Planted, plant
+from tests.support.rewrite_run import run, summarizer
 
 from memoryd.daemon.status import collect_status
 from memoryd.errors import EXIT_CONFIG, EXIT_OK

@@ -1,4 +1,4 @@
-"""Issue 13 end to end: what reaches agents is safe.
+"""Safety end to end: what reaches agents is safe.
 
 Secrets of every kind of the redaction corpus are planted in user text, assistant text and tool
 output, and echoed by the model in its answers (valid and invalid): none reaches the requests
@@ -24,10 +24,10 @@ from typing import Any
 import pytest
 from structlog.testing import capture_logs
 from tests.fakes.fake_anthropic import FakeAnthropicServer, RecordedRequest, ToolUse
-from tests.integration.harness import TEST_KEY, Workspace, turn
-from tests.integration.test_rewrite import summarizer
-from tests.unit.rewrite.support import Planted, plant
-from tests.unit.test_redaction_corpus import NEAR_MISSES, POSITIVES
+from tests.support.harness import TEST_KEY, Workspace, turn
+from tests.support.redaction_corpus import NEAR_MISSES, POSITIVES
+from tests.support.rewrite import Planted, plant
+from tests.support.rewrite_run import summarizer
 
 from memoryd.daemon.status import collect_status
 from memoryd.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE

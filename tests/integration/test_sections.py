@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 from tests.fakes.fake_anthropic import Error, FakeAnthropicServer, RecordedRequest, ToolUse
-from tests.integration.harness import Workspace, turn
-from tests.integration.test_heartbeat import user_text
+from tests.support.harness import Workspace, turn
+from tests.support.marker_model import user_text
 
 from memoryd.budget import PROMPT_TOKENS_ALLOWANCE
 from memoryd.heartbeat import HeartbeatReport

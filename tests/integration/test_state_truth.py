@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from structlog.testing import capture_logs
 from tests.fakes.fake_anthropic import FakeAnthropicServer, RecordedRequest, ToolUse
-from tests.integration.harness import Workspace, turn
+from tests.support.harness import Workspace, turn
 
 from memoryd.errors import EXIT_OK
 from memoryd.jobs.environment import open_state

@@ -10,7 +10,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from tests.integration.harness import NOW, Workspace, turn
+from tests.support.harness import NOW, Workspace, turn
 
 from memoryd.cli.commands import cmd_retry, cmd_status
 from memoryd.daemon.status import collect_status, render_status

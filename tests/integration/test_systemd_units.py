@@ -12,9 +12,10 @@ without systemd as PID 1; the tests skip only when systemd-analyze is not instal
 `systemd-analyze security --offline=yes --threshold=20` rates the system services; the
 threshold is exposure x 10, so 20 means an exposure of 2.0 or lower.
 
-The remaining tests read the unit files as data and hold them to DESIGN: exit codes 75 and 78,
-the credential name memoryd looks for, a stop timeout above the LLM timeout, the command lines
-accepted by memoryd's own argument parser, one sandbox shared by every system unit.
+The remaining tests read the unit files as data and hold them to the contracts in docs/
+(cli.md, configuration.md, operators-guide.md): exit codes 75 and 78, the credential name
+memoryd looks for, a stop timeout above the LLM timeout, the command lines accepted by memoryd's
+own argument parser, one sandbox shared by every system unit.
 """
 
 from __future__ import annotations

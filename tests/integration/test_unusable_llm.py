@@ -1,4 +1,4 @@
-"""Run-level LLM errors, through the real SDK against the fake server (issue 10, point 1).
+"""Run-level LLM errors, through the real SDK against the fake server.
 
 A refused key, a missing permission, a retired model, no credit left, the endpoint's size limit,
 or a model that answers nothing but invalid answers: each heartbeat stops at its first such
@@ -29,7 +29,7 @@ from tests.fakes.fake_anthropic import (
     prompt_too_long,
     request_too_large,
 )
-from tests.integration.harness import TEST_KEY, Workspace, turn
+from tests.support.harness import TEST_KEY, Workspace, turn
 
 from memoryd.daemon.status import collect_status, render_status
 from memoryd.errors import EXIT_CONFIG, EXIT_FAILED, EXIT_OK

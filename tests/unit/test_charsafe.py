@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from structlog.testing import capture_logs
-from tests.unit.extractors.support import make_store
+from tests.support.extractors import make_store
 
 from memoryd.charsafe import skeleton, strip_unsafe
 from memoryd.extractors.chunking import cut_chunks

@@ -1,4 +1,4 @@
-"""The secret rules are compiled when first needed (issue 15): a process that logs a few plain
+"""The secret rules are compiled when first needed: a process that logs a few plain
 events, as an idle heartbeat does, compiles almost none of them, and redacts all the same."""
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from tests.unit.rewrite.support import Planted, plant
+from tests.support.rewrite import Planted, plant
 
 from memoryd.cli import main
 from memoryd.store.layout import init_store

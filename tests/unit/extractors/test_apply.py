@@ -17,7 +17,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 from structlog.testing import capture_logs
-from tests.unit.extractors.support import (
+from tests.support.extractors import (
     LOG_FILE,
     START,
     answer,

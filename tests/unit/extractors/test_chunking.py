@@ -9,13 +9,12 @@ from zoneinfo import ZoneInfo
 
 from hypothesis import given
 from hypothesis import strategies as st
+from tests.support.extractors import make_chunk, make_turn
 
 from memoryd.extractors.chunking import cut_chunks
 from memoryd.heartbeat.ahead import lean_plan
 from memoryd.llm.base import estimate_tokens
 from memoryd.sources.model import Conversation, Provenance, Turn
-
-from .support import make_chunk, make_turn
 
 UTC_ZONE = ZoneInfo("UTC")
 

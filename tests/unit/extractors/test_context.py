@@ -11,7 +11,7 @@ from datetime import date, timedelta
 from pathlib import Path
 
 import pytest
-from tests.unit.extractors.support import (
+from tests.support.extractors import (
     answer,
     fact,
     make_chunk,

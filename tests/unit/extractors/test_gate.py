@@ -9,7 +9,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from tests.unit.extractors.support import (
+from tests.support.extractors import (
     START,
     UTC_ZONE,
     answer,

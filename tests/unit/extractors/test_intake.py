@@ -15,7 +15,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 from structlog.testing import capture_logs
-from tests.unit.extractors.support import START, make_chunk
+from tests.support.extractors import START, make_chunk
 
 from memoryd.extractors.chunking import Chunk, chunk_to_json
 from memoryd.extractors.intake import (

@@ -6,7 +6,7 @@ from datetime import date
 from pathlib import Path
 
 import pytest
-from tests.unit.rewrite.support import Planted, planted_store
+from tests.support.rewrite import Planted, planted_store
 
 from memoryd.errors import StoreError
 from memoryd.reading.context import CUT_LINE, Section, build_bundle, fit

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import date
 from pathlib import Path
 
-from tests.unit.rewrite.support import Planted, plant, planted_store
+from tests.support.rewrite import Planted, plant, planted_store
 
 from memoryd.reading.files import ReadOnlyStore
 from memoryd.reading.search import SearchIndex

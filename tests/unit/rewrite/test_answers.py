@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from tests.unit.rewrite.support import TODAY, fact, person
+from tests.support.rewrite import TODAY, fact, person
 
 from memoryd.rewrite.answers import asked_digest, split_answered
 from memoryd.rewrite.recovery import build_intent, finalize_rewrite

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.unit.rewrite.support import TODAY, Planted, planted_store
+from tests.support.rewrite import TODAY, Planted, planted_store
 
 from memoryd.gitrepo import GitIdentity, GitStore
 from memoryd.store.catalog import EntityCatalog

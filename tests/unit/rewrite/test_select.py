@@ -6,7 +6,7 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from tests.unit.rewrite.support import TODAY, Planted, plant, planted_store
+from tests.support.rewrite import TODAY, Planted, plant, planted_store
 
 from memoryd.gitrepo import GitIdentity, GitStore
 from memoryd.rewrite.select import Mode, Selection, select, tracking_digest
@@ -105,7 +105,7 @@ def test_a_template_summary_is_redone_when_the_llm_is_back(store: Path) -> None:
 
 
 def test_the_input_digest_ignores_cold_facts_text() -> None:
-    from tests.unit.rewrite.support import fact, person
+    from tests.support.rewrite import fact, person
 
     one = summary_input(
         person(), [fact("jane-doe-001", age=1), fact("jane-doe-002", "a", age=99)], TODAY, RULE

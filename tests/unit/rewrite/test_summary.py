@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from tests.unit.rewrite.support import TODAY, fact, person
+from tests.support.rewrite import TODAY, fact, person
 
 from memoryd.llm.params import message_params
 from memoryd.rewrite.summary import (

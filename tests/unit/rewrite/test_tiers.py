@@ -7,7 +7,7 @@ from datetime import date, timedelta
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from tests.unit.rewrite.support import TODAY, fact
+from tests.support.rewrite import TODAY, fact
 
 from memoryd.settings import DecaySettings
 from memoryd.store.tiers import TIERS, TierRule, describe, next_change, tier_for, tier_of

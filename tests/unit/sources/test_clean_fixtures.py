@@ -6,14 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tests.shared_samples import SHARED_TRANSCRIPTS as FIXTURES
-from tests.shared_samples import requires_shared_transcripts
+from tests.support.shared_samples import SHARED_TRANSCRIPTS as FIXTURES
+from tests.support.shared_samples import requires_shared_transcripts
+from tests.support.sources import make_reader, read_once
 
 from memoryd.redaction import find_secrets
 from memoryd.sources.clean import clean_conversation
 from memoryd.sources.model import Conversation
-
-from .support import make_reader, read_once
 
 pytestmark = requires_shared_transcripts
 

@@ -5,13 +5,12 @@ from __future__ import annotations
 from collections import Counter
 from datetime import UTC, datetime
 
-from tests.shared_samples import SHARED_TRANSCRIPTS as FIXTURES
-from tests.shared_samples import requires_shared_transcripts
+from tests.support.shared_samples import SHARED_TRANSCRIPTS as FIXTURES
+from tests.support.shared_samples import requires_shared_transcripts
+from tests.support.sources import all_turns, make_reader, read_once, texts
 
 from memoryd.sources.model import Conversation
 from memoryd.sources.reader import ReadResult
-
-from .support import all_turns, make_reader, read_once, texts
 
 CLAUDE = FIXTURES / "claude-code"
 CODEX = FIXTURES / "codex"

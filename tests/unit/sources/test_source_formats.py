@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .support import all_turns, make_reader, read_once, read_until_done, texts
+from tests.support.sources import all_turns, make_reader, read_once, read_until_done, texts
 
 
 def write_lines(path: Path, entries: list[dict[str, Any]], *, mode: str = "w") -> None:

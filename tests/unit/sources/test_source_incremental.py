@@ -11,25 +11,20 @@ import json
 import os
 import tempfile
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.support.incremental import BASE, jsonl_file, stamp
+from tests.support.sources import all_turns, make_reader, read_once, texts
 
 from memoryd.sources.cursor import FileCursor
 from memoryd.sources.model import Turn
 from memoryd.sources.reader import ReadResult, SourceReader
 
-from .support import all_turns, make_reader, read_once, texts
-
-BASE = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-
-def stamp(index: int) -> str:
-    return (BASE + timedelta(seconds=index)).isoformat().replace("+00:00", "Z")
 
 
 def claude_line(index: int, parent: int | None, role: str) -> str:
@@ -72,20 +67,6 @@ def codex_file(count: int) -> str:
             )
         )
     return "\n".join(lines) + "\n"
-
-
-def jsonl_file(count: int) -> str:
-    return "".join(
-        json.dumps(
-            {
-                "role": "user" if i % 2 == 0 else "assistant",
-                "content": f"text {i}",
-                "timestamp": stamp(i),
-            }
-        )
-        + "\n"
-        for i in range(count)
-    )
 
 
 def openclaw_file(count: int) -> str:

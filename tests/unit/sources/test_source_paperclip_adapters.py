@@ -8,11 +8,10 @@ from typing import Any
 import pytest
 from structlog.testing import capture_logs
 from tests.fakes.transcripts import DECOY, codex_exec_events, write_paperclip_run
-from tests.shared_samples import SHARED_TRANSCRIPTS, requires_shared_transcripts
+from tests.support.shared_samples import SHARED_TRANSCRIPTS, requires_shared_transcripts
+from tests.support.sources import all_turns, make_reader, read_once, texts
 
 from memoryd.sources.paperclip_events import UNKNOWN
-
-from .support import all_turns, make_reader, read_once, texts
 
 RUNS = SHARED_TRANSCRIPTS / "real" / "paperclip" / "run-logs" / "cmp_heldout"
 

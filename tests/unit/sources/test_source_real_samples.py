@@ -1,7 +1,7 @@
 """The second set of real transcripts (shared/fixtures/transcripts/real), read as written today.
 
-Each test names the point of issue 12 it covers; every point also has a test on the project's own
-synthetic transcripts (`tests.fakes.transcripts`) in the format's test module.
+Each test checks one point of how a format is written today; every point also has a test on the
+project's own synthetic transcripts (`tests.fakes.transcripts`) in the format's test module.
 """
 
 from __future__ import annotations
@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 import zstandard
-from tests.shared_samples import SHARED_TRANSCRIPTS, requires_shared_transcripts
-
-from .support import all_turns, make_reader, read_once, texts
+from tests.support.shared_samples import SHARED_TRANSCRIPTS, requires_shared_transcripts
+from tests.support.sources import all_turns, make_reader, read_once, texts
 
 REAL = SHARED_TRANSCRIPTS / "real"
 SPOTTER = REAL / "claude-code" / "spotter"

@@ -11,13 +11,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from structlog.testing import capture_logs
+from tests.support.sources import make_reader, read_once, read_until_done, texts
 
 from memoryd.settings import SOURCE_FORMATS
 from memoryd.sources.cursor import CursorError, FileCursor
 from memoryd.sources.reader import SourceReader
 from memoryd.sources.registry import FORMATS, UnknownFormatError, get_format
-
-from .support import make_reader, read_once, read_until_done, texts
 
 GOOD_LINE = json.dumps(
     {"role": "user", "content": "still here", "timestamp": "2026-01-01T00:00:00Z"}
@@ -40,8 +39,8 @@ def test_every_configurable_format_has_a_reader() -> None:
 
 
 def test_each_reader_is_registered_under_its_own_name_and_made_once() -> None:
-    # The registry imports a format's module on its first lookup (issue 15: an idle heartbeat
-    # pays only for the formats its configuration names).
+    # The registry imports a format's module on its first lookup (an idle heartbeat pays
+    # only for the formats its configuration names).
     for name in FORMATS:
         assert FORMATS[name].name == name
         assert get_format(name) is FORMATS[name]

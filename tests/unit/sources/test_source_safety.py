@@ -14,7 +14,15 @@ from pathlib import Path
 
 import pytest
 from structlog.testing import capture_logs
-from tests.shared_samples import SHARED_TRANSCRIPTS, requires_shared_transcripts
+from tests.support.shared_samples import SHARED_TRANSCRIPTS, requires_shared_transcripts
+from tests.support.sources import (
+    LOCKED,
+    as_unprivileged,
+    make_reader,
+    open_folder,
+    read_once,
+    texts,
+)
 
 from memoryd.cli import _os_error_exit_code, main
 from memoryd.daemon.status import _sources as status_sources
@@ -22,8 +30,6 @@ from memoryd.daemon.status import render_status
 from memoryd.settings import parse_settings
 from memoryd.sources._open import open_regular
 from memoryd.sources.discovery import LINK_LOOP, LINK_OUTSIDE, NOT_REGULAR, survey
-
-from .support import LOCKED, as_unprivileged, make_reader, open_folder, read_once, texts
 
 REAL_SHORT = SHARED_TRANSCRIPTS / "real" / "claude-code" / "spotter" / "short.jsonl"
 

@@ -11,11 +11,10 @@ from pathlib import Path
 
 import pytest
 from tests.fakes.transcripts import DECOY, SYNTHETIC_FORMATS, Said, moment
+from tests.support.sources import all_turns, make_reader, read_once
 
 from memoryd.sources.clean import clean_conversation
 from memoryd.sources.registry import FORMATS
-
-from .support import all_turns, make_reader, read_once
 
 DIALOGUE: list[Said] = [
     ("user", "Plan the spring launch. Grüße aus Köln — 日本語も。"),

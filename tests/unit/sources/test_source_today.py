@@ -1,4 +1,4 @@
-"""Formats as agents write them today (issue 12), on the project's own synthetic transcripts.
+"""Formats as agents write them today, on the project's own synthetic transcripts.
 
 The same points are checked on the real samples in `test_source_real_samples`.
 """
@@ -21,10 +21,9 @@ from tests.fakes.transcripts import (
     write_aider_history,
     write_codex,
 )
+from tests.support.sources import all_turns, make_reader, read_once, texts
 
 from memoryd.sources._envelope import strip_envelope
-
-from .support import all_turns, make_reader, read_once, texts
 
 
 def test_the_current_gateway_envelope_is_stripped_and_dates_the_message() -> None:

@@ -1,4 +1,4 @@
-"""Stored cursors decoded only when their file changed (issue 15: an idle heartbeat over
+"""Stored cursors decoded only when their file changed (an idle heartbeat over
 thousands of files decodes none), and a read with them finds exactly what a read with the
 decoded cursors finds: appends, rotation, truncation, replacement, deletion, new files, the
 first-sight cutoff, the byte budget and unreadable files."""
@@ -14,13 +14,12 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from tests.support.incremental import BASE, jsonl_file, stamp
+from tests.support.sources import LOCKED, as_unprivileged, make_reader, read_once, texts
 
 from memoryd.sources._files import unchanged
 from memoryd.sources.cursor import CursorError, FileCursor, FileIdentity, StoredCursors
 from memoryd.sources.reader import ReadResult, SourceReader
-
-from .support import LOCKED, as_unprivileged, make_reader, read_once, texts
-from .test_source_incremental import BASE, jsonl_file, stamp
 
 
 def line(text: str, index: int) -> str:

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
-from tests.unit.store.catalog_support import TODAY, CountingUnit, git, seeded_store, unit
+from tests.support.catalog import TODAY, CountingUnit, git, seeded_store, unit
 
 from memoryd.errors import PathEscapeError
 from memoryd.store.catalog import EntityCatalog, load_catalog

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from structlog.testing import capture_logs
-from tests.unit.store.catalog_support import NOW, TODAY, CountingUnit, git, seeded_store, unit
+from tests.support.catalog import NOW, TODAY, CountingUnit, git, seeded_store, unit
 
 from memoryd.errors import CorruptFileError
 from memoryd.gitrepo import GitIdentity, GitStore

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.unit.store.test_git import NOW, git, make_repo, store_at
+from tests.support.git_store import NOW, git, make_repo, store_at
 
 from memoryd.errors import GitError
 from memoryd.gitrepo._session import Session

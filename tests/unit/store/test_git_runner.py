@@ -1,4 +1,4 @@
-"""How the git adapter finds a repository and runs git as a command (issue 15: without GitPython),
+"""How the git adapter finds a repository and runs git as a command (no GitPython),
 on real repositories: which repository a folder is in, and what a failing, busy or hanging git
 command becomes (GitError, GitBusyError with exit code 75, a timeout)."""
 
@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
-from tests.unit.store.test_git import IDENTITY, NOW, git, make_repo, store_at
+from tests.support.git_store import IDENTITY, NOW, git, make_repo, store_at
 
 from memoryd.errors import EXIT_TEMPFAIL, GitBusyError, GitError
 from memoryd.gitrepo._repository import GitStore, find_work_tree

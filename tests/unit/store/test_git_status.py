@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from tests.unit.store.test_git import git, make_repo, store_at
+from tests.support.git_store import git, make_repo, store_at
 
 from memoryd.gitrepo._support import StoreStatus
 

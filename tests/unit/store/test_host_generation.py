@@ -1,5 +1,5 @@
-"""The host record's generation read without parsing the record (issue 15: a job compares it with
-the state database's before every run, and the record holds a cursor per transcript file)."""
+"""The host record's generation read without parsing the record (a job compares it with the
+state database's before every run, and the record holds a cursor per transcript file)."""
 
 from __future__ import annotations
 

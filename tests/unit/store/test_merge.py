@@ -238,7 +238,7 @@ def test_every_line_either_side_added_is_kept(
             assert line not in merged
 
 
-# -- issue 13's and 14's store files ------------------------------------------------------------
+# -- provenance, tips held for review, read counts: files of the store --------------------------
 
 PROVENANCE = ".memoryd/provenance/agents/ops/skills/git.md.json"
 

@@ -7,14 +7,7 @@ from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tests.unit.store.test_unit_foreign_edits import (
-    SECRET,
-    committed,
-    fake_scanner,
-    git,
-    seeded_store,
-    unit_for,
-)
+from tests.support.foreign_edits import SECRET, committed, fake_scanner, git, seeded_store, unit_for
 
 from memoryd.worktree._scanwindows import changed_windows
 

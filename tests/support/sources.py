@@ -1,7 +1,7 @@
 """Shared helpers for the source reader tests: whole-source reads.
 
-The shared real samples are located by `tests.shared_samples`, the synthetic transcripts are
-written by `tests.fakes.transcripts`.
+The shared real samples are located by `tests.support.shared_samples`, the synthetic
+transcripts are written by `tests.fakes.transcripts`.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-SHARED_TRANSCRIPTS = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "transcripts"
+SHARED_TRANSCRIPTS = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "transcripts"
 
 requires_shared_transcripts = pytest.mark.skipif(
     not SHARED_TRANSCRIPTS.is_dir(),

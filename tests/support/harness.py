@@ -28,8 +28,8 @@ from memoryd.settings import Settings, parse_settings
 from memoryd.store.layout import init_store
 
 TEST_KEY = "sk-ant-test-0000000000000000"
-# docs/events.md's stable log event names.
-DESIGN_EVENTS = frozenset(
+# Log event names of docs/events.md's stable core, the ones alerts may rely on.
+STABLE_EVENTS = frozenset(
     {
         "heartbeat.started",
         "heartbeat.finished",
