@@ -1,4 +1,4 @@
-"""`memoryd run`: the scheduler in the foreground, for systemd (docs/cli.md, issue 6).
+"""`memoryd run`: the scheduler in the foreground, for systemd (docs/cli.md).
 
 One `BlockingScheduler` with one worker thread for the jobs that write (so they never overlap)
 and a second one for the watchdog ping (so a long heartbeat does not starve it):
@@ -150,7 +150,7 @@ class Daemon:
 
     def run(self) -> int:
         """Schedule the jobs and run until SIGTERM/SIGINT; return the exit code (always 0)."""
-        # Our listeners report missed runs and errors as DESIGN events; APScheduler's own
+        # Our listeners report missed runs and errors as our own events; APScheduler's own
         # per-run INFO lines would only be noise in the journal.
         scheduler_logger = logging.getLogger("apscheduler")
         level = scheduler_logger.level

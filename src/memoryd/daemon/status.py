@@ -225,7 +225,7 @@ def _sources(settings: Settings, cursors: dict[tuple[str, str, str], str]) -> li
                 "files": len(lags),
                 "lag_bytes": sum(lags.values()),
                 "lagging_files": {path: lag for path, lag in sorted(lags.items()) if lag},
-                # What cannot be read (issue 12): never shown as an empty source.
+                # What cannot be read: never shown as an empty source.
                 "unreadable": report.unreadable,
                 "skipped": [{"path": s.path, "reason": s.reason} for s in report.skipped],
             }

@@ -1,7 +1,7 @@
 """What applying answers changed, counted over a heartbeat (for the commit message and the log).
 
 Apart from `memoryd.extractors.apply` (which re-exports it) so that a heartbeat with nothing new,
-whose report carries these counters at zero, does not import the applying machinery (issue 15).
+whose report carries these counters at zero, does not import the applying machinery.
 """
 
 from __future__ import annotations

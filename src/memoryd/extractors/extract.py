@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 # The tool contract (pydantic models) and the markers parser are imported where a chunk is
 # extracted, not with this module: a heartbeat with nothing new builds its extractor but never
-# asks it, and must not pay for them (issue 15). Hence the imports marked PLC0415.
+# asks it, and must not pay for them. Hence the imports marked PLC0415.
 
 # How much of an invalid answer is kept in an error (for logs and the quarantine listing).
 RAW_ANSWER_LIMIT = 2000

@@ -1,4 +1,4 @@
-"""The safety gate for skills and tacit knowledge (issue 13).
+"""The safety gate for skills and tacit knowledge.
 
 Skills files and the tacit file are read by agents at the start of every run and followed as
 advice, so a tip planted there (by a prompt injection in a web page or a tool's output that the

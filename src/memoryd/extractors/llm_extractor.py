@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 
 # The tool contract (pydantic models), the prompts and the section helpers are imported where a
 # chunk is extracted, not with this module: a heartbeat with nothing new builds its extractor
-# but never asks it, and must not pay for them (issue 15). Hence the imports marked PLC0415.
+# but never asks it, and must not pay for them. Hence the imports marked PLC0415.
 
 
 def record_memories_tool() -> ToolSpec:

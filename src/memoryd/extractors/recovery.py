@@ -40,7 +40,7 @@ def finalize_heartbeat(
     """After the git commit: advance cursors, mark chunks committed, change pending facts and
     drop the intent, in one database transaction."""
     # Imported here: the pending-fact machinery (and the applying it builds on) is only needed
-    # once a heartbeat or a killed one's intent has something to finish (issue 15).
+    # once a heartbeat or a killed one's intent has something to finish.
     from memoryd.extractors.pending import write_pending_changes  # noqa: PLC0415
 
     with state.transaction():

@@ -147,7 +147,7 @@ def find_repository(start: Path) -> tuple[Path | None, Path] | None:
     directory), or None when `start` does not exist or is in no repository.
 
     Found without running git, the way GitPython's `Repo(start, search_parent_directories=True)`
-    found it (memoryd used that before; issue 15): from `start` upwards, the first folder with
+    found it (memoryd used that before): from `start` upwards, the first folder with
     a `.git` directory or a `.git` file (`gitdir: <path>`, as a linked work tree or a submodule
     has) is the work tree; a folder that is itself a git directory is a bare repository unless
     its configuration says `core.bare = false` (then its parent is the work tree, or

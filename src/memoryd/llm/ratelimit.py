@@ -1,4 +1,4 @@
-"""Slowing down when the API says so, for every call in flight at once (issue 15).
+"""Slowing down when the API says so, for every call in flight at once.
 
 One `RateGate` is shared by the calls of one client, whichever thread makes them. Two kinds of
 signal close it for a while:

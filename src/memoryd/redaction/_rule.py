@@ -35,7 +35,7 @@ class LazyPattern:
     """A regular expression compiled when first searched with: the log processor redacts every
     event, and most events bring in no rule at all (`memoryd.redaction` runs only the rules
     whose anchors a text holds), so a short-lived command compiles only the few it needs
-    instead of every rule at import (issue 15). Compiling is deterministic; two threads racing
+    instead of every rule at import. Compiling is deterministic; two threads racing
     to compile compile the same pattern."""
 
     __slots__ = ("_compiled", "_flags", "_source")

@@ -1,4 +1,4 @@
-"""The weekly rewrite (docs/store-format.md, Decay and summaries, issue 5): decay tiers, summaries,
+"""The weekly rewrite (docs/store-format.md, Decay and summaries): decay tiers, summaries,
 consolidation, batches.
 
 `tiers` (the decay rule) → `select` (which entities changed) → `summary` (request, validation,

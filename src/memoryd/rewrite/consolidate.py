@@ -272,7 +272,7 @@ def check_answer(target: Target, answer: ConsolidateSkills) -> None:
     for topic in answer.topics:
         if not words(topic.topic) or not all(words(tip.text) for tip in topic.tips):
             raise ConsolidationRefusedError("a topic or tip has no words")
-    # The safety gate's classes (issue 13): a merged tip may not say what none of its tips said.
+    # The safety gate's classes: a merged tip may not say what none of its tips said.
     by_number = {tip.number: tip for tip in target.tips}
     for topic in answer.topics:
         for tip in topic.tips:

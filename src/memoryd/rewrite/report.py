@@ -1,6 +1,6 @@
 """What one weekly rewrite did: counters, its `rewrite.finished` fields and its commit message.
 
-The commit message counts what changed, as issue 5 spells it:
+The commit message counts what changed, in this form:
 `rewrite: 14 summaries, 2 archived, skills consolidated for 1 agent`, followed by the routine
 and tacit consolidations when there were any, and `(template: <reason>)` when the deterministic
 template stood in for the LLM, so that the history itself says which summaries are templates.

@@ -6,7 +6,7 @@ configuration points at live in `memoryd.settings`, which re-exports these names
 """
 
 # No `from __future__ import annotations`: pydantic would compile every annotation string to
-# evaluate it, a measurable share of a one-shot command's start-up (issue 15).
+# evaluate it, a measurable share of a one-shot command's start-up.
 
 import re
 from datetime import timedelta
@@ -86,9 +86,9 @@ class LLMSettings(_Frozen):
     chunk_tokens: int = Field(default=12000, ge=500, le=200_000)
     context_facts: int = Field(default=40, ge=0, le=1000)
     max_attempts: int = Field(default=5, ge=1, le=20)
-    # Extraction requests in flight at once (issue 15); results are still applied in order.
+    # Extraction requests in flight at once; results are still applied in order.
     concurrency: int = Field(default=4, ge=1, le=64)
-    # Short conversations of one agent and day sharing one extraction call (issue 15).
+    # Short conversations of one agent and day sharing one extraction call.
     sections_per_call: int = Field(default=10, ge=1, le=16)
     prices: dict[str, PriceSettings] = Field(default={})
 

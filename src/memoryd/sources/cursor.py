@@ -276,7 +276,7 @@ class StoredCursors(Mapping[str, FileCursor]):
     by a newer memoryd, or damaged) is absent, and `on_unreadable` is told once (its file is
     then read as new). `unchanged` answers `memoryd.sources._files.unchanged` from the text
     alone (`_canonical_scan`), for the reader's files that are exactly as their cursor's last
-    scan left them: on a read with nothing new, no cursor is decoded (issue 15: a heartbeat
+    scan left them: on a read with nothing new, no cursor is decoded (a heartbeat
     every few minutes over thousands of files, each cursor holding up to SEEN_LIMIT digests).
     A text is looked at so only in its canonical form (its start, its end and the compared
     fields); the rest of it (seen digests, times, per-format state) is checked when it is

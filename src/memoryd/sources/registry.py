@@ -1,7 +1,7 @@
 """The config `format` names (docs/configuration.md) and the format each one reads.
 
 Each format's module is imported the first time its name is looked up, so a process pays only
-for the formats its configuration names (an idle heartbeat starts as a fresh process: issue 15).
+for the formats its configuration names (an idle heartbeat starts as a fresh process).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What the weekly rewrite needs to remember between runs (issue 5).
+"""What the weekly rewrite needs to remember between runs.
 
 Per entity ref: when its summary was last rewritten, a digest of the facts and tiers it was
 written from (a different digest means the summary is stale), and the next date on which one of

@@ -143,7 +143,7 @@ _CREATE_V1 = (
         run_id TEXT
     ) STRICT""",
     "CREATE INDEX usage_by_time ON usage (at)",
-    # Rewrite tracking (issue 5): per entity, and the one pending Message Batch.
+    # Rewrite tracking: per entity, and the one pending Message Batch.
     """CREATE TABLE entity_rewrites (
         ref TEXT PRIMARY KEY,
         rewritten_at TEXT NOT NULL,

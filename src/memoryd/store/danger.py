@@ -1,4 +1,4 @@
-"""The classes of skill tips and tacit lines the safety gate holds for review (issue 13).
+"""The classes of skill tips and tacit lines the safety gate holds for review.
 
 `DANGER_RULES` pairs each reason with the pattern that finds it in a tip's words: tips that run
 remote code or weaken security posture. The heartbeat's gate (`memoryd.extractors.gate`) holds a

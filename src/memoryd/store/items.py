@@ -1,7 +1,7 @@
 """The `items.json` file format of docs/store-format.md, Facts: facts as data, parsed and rendered.
 
 `items.json` is a JSON array, indent 2, UTF-8 (not ASCII-escaped), sorted by id in numeric order,
-each fact's keys in the DESIGN's order (unknown keys kept, after them, sorted), trailing newline.
+each fact's keys in the documented order (unknown keys kept, after them, sorted), trailing newline.
 Rendering is deterministic:
 the same facts give the same bytes. Parsing is strict about shape (a fact missing a field, a
 field of the wrong type, a duplicate id) and raises CorruptFileError naming the file, so that a

@@ -29,7 +29,7 @@ from memoryd.worktree import StorePaths, UnitOfWork, atomic_write_text, sweep_te
 
 # What only `init_store` needs (the entity catalogue, the index, the tacit file's header) is
 # imported there: every job checks the store through this module, an idle heartbeat included,
-# and must not pay for it (issue 15).
+# and must not pay for it.
 
 log = structlog.get_logger(__name__)
 

@@ -1,4 +1,4 @@
-"""Where each filed skill tip and tacit line came from (issue 13's provenance).
+"""Where each filed skill tip and tacit line came from.
 
 Agents read the skills files and the tacit file as advice, so the Markdown stays as it is; the
 provenance of its bullets lives beside it, in the store, one JSON file per Markdown file:

@@ -1,4 +1,4 @@
-"""The review queue: skill tips and tacit lines the safety gate held back (issue 13).
+"""The review queue: skill tips and tacit lines the safety gate held back.
 
 A held item is one JSON file in the store, `.memoryd/review/<id>.json`, committed with the
 heartbeat that held it: the queue is part of the truth (docs/store-format.md, The store is the
