@@ -136,7 +136,7 @@ def test_only_the_adapter_imports_the_sdk_and_nothing_imports_gitpython() -> Non
             sdk += [relative for n in names if n.split(".")[0] == "anthropic"]
             git += [relative for n in names if n.split(".")[0] == "git"]
     assert sorted(set(sdk)) == ["llm/anthropic_client.py"]
-    assert git == []  # git runs as a command, from `gitrepo/_process.py` (issue 15)
+    assert git == []  # git runs as a command, from `gitrepo/_process.py`
 
 
 def test_only_the_git_module_runs_git() -> None:
@@ -205,6 +205,8 @@ FACED = (
     "memoryd.sync",
     "memoryd.store.catalog",
     "memoryd.heartbeat",
+    "memoryd.settings",
+    "memoryd.redaction",
 )
 
 
@@ -257,3 +259,100 @@ def test_no_private_name_is_imported_from_another_package() -> None:
         and not _inside(importer, _package_of(module))
     ]
     assert private == []
+
+
+def _is_module(dotted: str) -> bool:
+    path = PACKAGE.parent / dotted.replace(".", "/")
+    return path.is_dir() or path.with_suffix(".py").is_file()
+
+
+def test_no_private_name_is_imported_from_another_module() -> None:
+    # A private function, class or constant is the business of its own module; only a private
+    # module (`gitrepo._tree`) may be imported, and only inside its package (test above).
+    private = [
+        f"{importer} imports {name} from {module}"
+        for importer, module, names in _from_imports()
+        for name in names
+        if name.startswith("_") and name != "__version__" and not _is_module(f"{module}.{name}")
+    ]
+    assert private == []
+
+
+def _module_graph() -> dict[str, set[str]]:
+    """Module -> the memoryd modules it imports, lazy and `TYPE_CHECKING` imports included.
+    `from package import name` reaches the submodule when `name` is one, else the package."""
+    graph: dict[str, set[str]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        importer = _module(path)
+        edges = graph.setdefault(importer, set())
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                targets = [
+                    f"{node.module}.{alias.name}"
+                    if _is_module(f"{node.module}.{alias.name}")
+                    else node.module
+                    for alias in node.names
+                ]
+            else:
+                continue
+            edges.update(
+                target
+                for target in targets
+                if _inside(target, "memoryd") and target != importer and _is_module(target)
+            )
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan, iteratively)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_cycle_finder_finds_a_cycle() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert _cycles(graph) == [["a", "b", "c"]]
+
+
+def test_no_module_cycle_at_all() -> None:
+    # Counted with every import, even those inside functions or under TYPE_CHECKING: a cycle
+    # hidden by a lazy import is still two modules that cannot be understood one at a time.
+    assert _cycles(_module_graph()) == []
