@@ -208,7 +208,7 @@ def _check_state(config: LoadedConfig, environ: Mapping[str, str], report: Check
     missing database is not opened (that would create it)."""
     from memoryd.daemon.status import STATUS_BUSY_TIMEOUT_MS  # noqa: PLC0415
     from memoryd.extractors.recovery import GENERATION_KEY  # noqa: PLC0415
-    from memoryd.jobs.reconcile import BINDING_KEY  # noqa: PLC0415
+    from memoryd.jobs.reconcile import BINDING_KEY, has_learnt  # noqa: PLC0415
     from memoryd.state.errors import (  # noqa: PLC0415
         StateBusyError,
         StateCorruptError,
@@ -223,6 +223,7 @@ def _check_state(config: LoadedConfig, environ: Mapping[str, str], report: Check
         with State.open(database, busy_timeout_ms=STATUS_BUSY_TIMEOUT_MS) as state:
             binding = state.meta.get_json(BINDING_KEY)
             generation = state.meta.get(GENERATION_KEY)
+            had_data = binding is None and has_learnt(state)
     except StateCorruptError as error:
         report.warnings.append(f"At 'state.path': {error}")
         return
@@ -232,7 +233,9 @@ def _check_state(config: LoadedConfig, environ: Mapping[str, str], report: Check
     except StateBusyError:
         report.warnings.append(f"At 'state.path': {database} is busy; it was not checked")
         return
-    report.warnings.extend(_state_against_store(config, environ, database, binding, generation))
+    report.warnings.extend(
+        _state_against_store(config, environ, database, binding, generation, had_data=had_data)
+    )
 
 
 def _state_against_store(
@@ -241,11 +244,15 @@ def _state_against_store(
     database: Path,
     binding: object,
     generation: str | None,
+    *,
+    had_data: bool,
 ) -> list[str]:
-    """The state database's binding and generation compared with the store, as
-    `memoryd.jobs.reconcile.reconcile_state` compares them before a job."""
+    """What the next job would do to the state database, as `memoryd.jobs.reconcile` decides it
+    (`reconcile_verdict`), said as a warning; nothing when it would keep it, bind it, adopt it
+    or fill a new, empty one from the store."""
     from memoryd.jobs.environment import host_name  # noqa: PLC0415
     from memoryd.jobs.parts import git_store  # noqa: PLC0415
+    from memoryd.jobs.reconcile import reconcile_verdict  # noqa: PLC0415
     from memoryd.store.hosts import read_host_record  # noqa: PLC0415
     from memoryd.store.layout import read_format, store_identity  # noqa: PLC0415
     from memoryd.worktree import UnitOfWork  # noqa: PLC0415
@@ -261,34 +268,37 @@ def _state_against_store(
         record = read_host_record(UnitOfWork(git), host)
     except StoreError:
         return []  # `_store_problems` reports what is wrong with the store
-    wanted = {"host": host, "store": identity}
-    same_store_before_its_first_commit = (
-        isinstance(binding, dict) and binding.get("store") is None and identity is not None
+    verdict = reconcile_verdict(
+        binding,
+        generation,
+        identity=identity,
+        host=host,
+        stored=record.generation if record is not None else 0,
+        had_data=had_data,
     )
-    cached = int(generation or 0)
-    stored = record.generation if record is not None else 0
-    if isinstance(binding, dict) and binding.get("store") == identity and binding != wanted:
-        problem = (
+    wanted = {"host": host, "store": identity}
+    if verdict.identity == "renamed":
+        was = binding.get("host") if isinstance(binding, dict) else None
+        return [
             f"At 'state.host': {database} is this store's state under the host name "
-            f"{binding.get('host')!r}, not {host!r}: the next heartbeat keeps it and writes this "
+            f"{was!r}, not {host!r}: the next heartbeat keeps it and writes this "
             "host's record under the new name"
-        )
-    elif binding is not None and binding != wanted and not same_store_before_its_first_commit:
-        problem = (
+        ]
+    if verdict.identity == "foreign":
+        return [
             f"At 'state.path': {database} is the state of another store or host ({binding}, "
             f"not {wanted}): the next heartbeat or rewrite forgets what it learnt of that store "
             "and rebuilds the state from this one"
-        )
-    elif (binding is None and generation is None) or cached == stored:
-        problem = None  # in step, or not bound yet: the next job binds (or adopts) it
-    else:
-        where = "behind" if cached < stored else "ahead of"
-        problem = (
-            f"At 'state.path': {database} is {where} the store (state generation {cached}, this "
-            f"host's record in the store {stored}): the next heartbeat or rewrite rebuilds it "
-            "from the store"
-        )
-    return [] if problem is None else [problem]
+        ]
+    # A database never bound nor filled is filled from the store: nothing to warn about.
+    if verdict.rebuild is None or (verdict.rebuild == "missing" and generation is None):
+        return []
+    where = "behind" if verdict.cached < verdict.stored else "ahead of"
+    return [
+        f"At 'state.path': {database} is {where} the store (state generation {verdict.cached}, "
+        f"this host's record in the store {verdict.stored}): the next heartbeat or rewrite "
+        "rebuilds it from the store"
+    ]
 
 
 def cmd_init(
