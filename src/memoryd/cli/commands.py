@@ -337,7 +337,12 @@ def cmd_init(
 
 
 def cmd_heartbeat(
-    args: argparse.Namespace, config: LoadedConfig, environ: Mapping[str, str], out: TextIO
+    args: argparse.Namespace,
+    config: LoadedConfig,
+    environ: Mapping[str, str],
+    out: TextIO,
+    *,
+    lock_wait_seconds: float = LOCK_WAIT_SECONDS,
 ) -> int:
     with collector_paused():  # the job's modules: still start-up
         from memoryd.cli.progress import TerminalProgress  # noqa: PLC0415
@@ -350,7 +355,7 @@ def cmd_heartbeat(
         print(json.dumps(report, indent=2, sort_keys=True), file=out)
         return EXIT_OK
     progress = TerminalProgress.for_stream(sys.stderr)  # a backfill by hand shows progress
-    with single_writer(state_directory(settings, environ), wait_seconds=LOCK_WAIT_SECONDS):
+    with single_writer(state_directory(settings, environ), wait_seconds=lock_wait_seconds):
         try:
             result = run_heartbeat(settings, env, progress=progress)
         finally:
@@ -371,7 +376,12 @@ def cmd_heartbeat(
 
 
 def cmd_rewrite(
-    args: argparse.Namespace, config: LoadedConfig, environ: Mapping[str, str], out: TextIO
+    args: argparse.Namespace,
+    config: LoadedConfig,
+    environ: Mapping[str, str],
+    out: TextIO,
+    *,
+    lock_wait_seconds: float = LOCK_WAIT_SECONDS,
 ) -> int:
     from memoryd.jobs.rewrite import run_rewrite  # noqa: PLC0415
 
@@ -381,7 +391,7 @@ def cmd_rewrite(
         report = run_rewrite(settings, env, dry_run=True)
         print(json.dumps(report.plan, indent=2, sort_keys=True), file=out)
         return EXIT_OK
-    with single_writer(state_directory(settings, environ), wait_seconds=LOCK_WAIT_SECONDS):
+    with single_writer(state_directory(settings, environ), wait_seconds=lock_wait_seconds):
         report = run_rewrite(settings, env)
     line = f"rewrite {report.outcome}: {report.message().removeprefix('rewrite: ')}"
     if report.batch_submitted:
@@ -440,13 +450,18 @@ def cmd_status(
 
 
 def cmd_retry(
-    _args: argparse.Namespace, config: LoadedConfig, environ: Mapping[str, str], out: TextIO
+    _args: argparse.Namespace,
+    config: LoadedConfig,
+    environ: Mapping[str, str],
+    out: TextIO,
+    *,
+    lock_wait_seconds: float = LOCK_WAIT_SECONDS,
 ) -> int:
     """Put every quarantined chunk back in the queue; the next heartbeat tries them again."""
     env = Environment.live(environ)
     settings = config.settings
     with (
-        single_writer(state_directory(settings, environ), wait_seconds=LOCK_WAIT_SECONDS),
+        single_writer(state_directory(settings, environ), wait_seconds=lock_wait_seconds),
         open_state(settings, env) as state,
     ):
         count = state.failures.requeue_all(env.clock())

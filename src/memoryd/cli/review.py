@@ -27,7 +27,12 @@ if TYPE_CHECKING:
 
 
 def cmd_review(
-    args: argparse.Namespace, config: LoadedConfig, environ: Mapping[str, str], out: TextIO
+    args: argparse.Namespace,
+    config: LoadedConfig,
+    environ: Mapping[str, str],
+    out: TextIO,
+    *,
+    lock_wait_seconds: float = LOCK_WAIT_SECONDS,
 ) -> int:
     from memoryd.jobs.review import decide_item, review_items  # noqa: PLC0415
 
@@ -44,7 +49,7 @@ def cmd_review(
     if not args.id:
         print(f"memoryd review: {args.action} needs the id of a held item", file=sys.stderr)
         return EXIT_USAGE
-    with single_writer(state_directory(settings, environ), wait_seconds=LOCK_WAIT_SECONDS):
+    with single_writer(state_directory(settings, environ), wait_seconds=lock_wait_seconds):
         item, commit, problem = decide_item(settings, env, args.id, args.action)
     out.write(f"{item.id} {item.status}" + (f" (commit {commit[:12]})" if commit else "") + "\n")
     if problem is not None:

@@ -50,13 +50,15 @@ def correct(
     fact_id: str,
     reason: str,
     text: str | None,
+    lock_wait_seconds: float = LOCK_WAIT_SECONDS,
 ) -> int:
-    """Retract `fact_id` (`text` None) or supersede it by `text`; print what was done."""
+    """Retract `fact_id` (`text` None) or supersede it by `text`; print what was done. A job
+    holding the lock is waited for up to `lock_wait_seconds`."""
     settings = config.settings
     env = Environment.live(environ)
     run_id = uuid.uuid4().hex[:16]
     today = today_for(settings, env)
-    with single_writer(state_directory(settings, environ), wait_seconds=LOCK_WAIT_SECONDS):
+    with single_writer(state_directory(settings, environ), wait_seconds=lock_wait_seconds):
         with writing_session(settings, env) as session:
             git = session.git
             UnitOfWork(git).commit_foreign_edits(make_scanner(settings))
