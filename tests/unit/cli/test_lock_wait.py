@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from memoryd.cli.commands import cmd_heartbeat, cmd_retry, cmd_rewrite
+from memoryd.cli.heartbeat import cmd_heartbeat
 from memoryd.cli.review import cmd_review
+from memoryd.cli.rewrite import cmd_rewrite
+from memoryd.cli.status import cmd_retry
 from memoryd.errors import EXIT_TEMPFAIL, LockHeldError
 from memoryd.jobs.correct import correct
 from memoryd.jobs.lock import single_writer

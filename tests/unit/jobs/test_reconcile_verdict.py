@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from memoryd.cli.commands import cmd_check
+from memoryd.cli.check import cmd_check
 from memoryd.gitrepo import GitIdentity, GitStore
 from memoryd.jobs.reconcile import BINDING_KEY, reconcile_state, reconcile_verdict
 from memoryd.settings import LoadedConfig, parse_settings
