@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from tests.support.harness import Workspace, turn
 
-from memoryd.cli.commands import cmd_check
+from memoryd.cli.check import cmd_check
 from memoryd.errors import EXIT_OK
 from memoryd.settings import LoadedConfig, Settings
 from memoryd.state.facade import DATABASE_FILE_NAME

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from tests.support.harness import NOW, Workspace, turn
 
-from memoryd.cli.commands import cmd_retry, cmd_status
+from memoryd.cli.status import cmd_retry, cmd_status
 from memoryd.daemon.status import collect_status, render_status
 from memoryd.jobs.environment import open_state
 from memoryd.jobs.heartbeat import run_heartbeat

@@ -2,9 +2,10 @@
 logging, run one command, exit.
 
 This is an entry point: it is where the environment, the clock and the configuration file are
-read and handed down. The commands themselves are in `memoryd.cli.commands`, imported once the
-arguments are parsed (so `--version` and `--help` import nothing else), and each imports the job
-it runs only when it runs, so `memoryd status` starts light too. Exit
+read and handed down. The commands are found by name in `memoryd.cli.commands`, imported once
+the arguments are parsed (so `--version` and `--help` import nothing else), and each command
+group's module is imported only when one of its commands runs, so `memoryd status` starts light
+too. Exit
 codes: 0 done, 1 failed, 2 usage, 75 stopped early for a transient reason, 78 configuration
 error (the LLM's account, key, model or endpoint included).
 """
@@ -110,9 +111,10 @@ def _run(argv: Sequence[str] | None) -> int:
     log = get_logger("memoryd.cli")
     environ = dict(os.environ)
     try:
-        with collector_paused():
+        with collector_paused():  # the command's modules: still start-up
             config = load_settings(resolve_config_path(args.config, environ))
-        return commands.COMMANDS[args.command](args, config, environ, sys.stdout)
+            command = commands.load_command(args.command)
+        return command(args, config, environ, sys.stdout)
     except ConfigError as error:
         print(str(error), file=sys.stderr)
         log.error("config.invalid", path=error.path, problems=error.problems)

@@ -5,8 +5,7 @@ Without an action, list the held items (id, kind, agent, reasons, text and where
 from) and say how many were decided before; exit 0. `accept ID` files the tip and `reject ID`
 records that it never will be, each in its own commit (see `memoryd.jobs.review`); they take
 the single-writer lock like `retry` (exit 75 if a job holds it past the wait). An unknown or
-already decided id exits 2. The heavy imports are inside the command, as in
-`memoryd.cli.commands`.
+already decided id exits 2.
 """
 
 from __future__ import annotations
@@ -20,6 +19,7 @@ from typing import TYPE_CHECKING, TextIO
 from memoryd.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from memoryd.jobs.environment import LOCK_WAIT_SECONDS, Environment
 from memoryd.jobs.lock import single_writer
+from memoryd.jobs.review import decide_item, review_items
 from memoryd.settings import LoadedConfig, state_directory
 
 if TYPE_CHECKING:
@@ -27,10 +27,13 @@ if TYPE_CHECKING:
 
 
 def cmd_review(
-    args: argparse.Namespace, config: LoadedConfig, environ: Mapping[str, str], out: TextIO
+    args: argparse.Namespace,
+    config: LoadedConfig,
+    environ: Mapping[str, str],
+    out: TextIO,
+    *,
+    lock_wait_seconds: float = LOCK_WAIT_SECONDS,
 ) -> int:
-    from memoryd.jobs.review import decide_item, review_items  # noqa: PLC0415
-
     env = Environment.live(environ)
     settings = config.settings
     if args.action is None:
@@ -44,7 +47,7 @@ def cmd_review(
     if not args.id:
         print(f"memoryd review: {args.action} needs the id of a held item", file=sys.stderr)
         return EXIT_USAGE
-    with single_writer(state_directory(settings, environ), wait_seconds=LOCK_WAIT_SECONDS):
+    with single_writer(state_directory(settings, environ), wait_seconds=lock_wait_seconds):
         item, commit, problem = decide_item(settings, env, args.id, args.action)
     out.write(f"{item.id} {item.status}" + (f" (commit {commit[:12]})" if commit else "") + "\n")
     if problem is not None:

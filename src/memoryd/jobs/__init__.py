@@ -12,5 +12,7 @@ the clock become those collaborators:
 - `recovery`: finishing what a killed job of either kind left half-done, in one order;
 - `reconcile`: the state database checked against the store (its cache) and rebuilt from it;
 - `hooks`: what runs around a writing job (pull before, push and `index.commands` after);
+- `session`: the one writing session every job that changes the store runs inside (settle,
+  check, reconcile, pull; then push, `index.commands` and the search refresh);
 - `heartbeat`, `rewrite`: one function per job, which the command line and the daemon call.
 """

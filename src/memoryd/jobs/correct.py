@@ -9,7 +9,7 @@ way the entity's summary (the deterministic template, as after a heartbeat) and 
 are refreshed, and everything goes into one commit under the single-writer lock, logged as
 `fact.retracted` or `fact.superseded`. A killed predecessor's work is finished first, and in a
 store shared by several hosts the command pulls before writing, gives the new fact an id in this
-host's range and pushes after its commit, as a heartbeat does (`memoryd.jobs.writing`); a push
+host's range and pushes after its commit, as a heartbeat does (`memoryd.jobs.session`); a push
 failing `git.push_failure_limit` jobs in a row makes it exit 1.
 """
 
@@ -21,12 +21,12 @@ from datetime import date
 from typing import TextIO
 
 from memoryd.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, StoreError
-from memoryd.jobs import hooks
 from memoryd.jobs.environment import LOCK_WAIT_SECONDS, Environment
 from memoryd.jobs.lock import single_writer
 from memoryd.jobs.parts import make_scanner
-from memoryd.jobs.reading import refresh_search_after_commit, today_for
-from memoryd.jobs.writing import host_code, prepare_to_write
+from memoryd.jobs.reading import today_for
+from memoryd.jobs.session import writing_session
+from memoryd.jobs.writing import host_code
 from memoryd.logs import get_logger
 from memoryd.settings import LoadedConfig, state_directory
 from memoryd.store.catalog import EntityCatalog
@@ -50,50 +50,59 @@ def correct(
     fact_id: str,
     reason: str,
     text: str | None,
+    lock_wait_seconds: float = LOCK_WAIT_SECONDS,
 ) -> int:
-    """Retract `fact_id` (`text` None) or supersede it by `text`; print what was done."""
+    """Retract `fact_id` (`text` None) or supersede it by `text`; print what was done. A job
+    holding the lock is waited for up to `lock_wait_seconds`."""
     settings = config.settings
     env = Environment.live(environ)
     run_id = uuid.uuid4().hex[:16]
     today = today_for(settings, env)
-    with single_writer(state_directory(settings, environ), wait_seconds=LOCK_WAIT_SECONDS):
-        git = prepare_to_write(settings, env)
-        UnitOfWork(git).commit_foreign_edits(make_scanner(settings))
-        uow = UnitOfWork(git)
-        catalog = EntityCatalog.load(uow)
-        facts = FactBook(uow, catalog, host_code=host_code(settings, env))
-        found = facts.lookup_fact(fact_id)
-        if found is None:
-            out.write(f"memoryd: no fact {fact_id} in the store\n")
-            log.error("fact.unknown", fact_id=fact_id)
-            return EXIT_USAGE
-        entity, old = found
-        try:
-            message, event, new_id = _apply(
-                facts.file_for(entity), old, text=text, reason=reason, today=today, run_id=run_id
+    with single_writer(state_directory(settings, environ), wait_seconds=lock_wait_seconds):
+        with writing_session(settings, env) as session:
+            git = session.git
+            UnitOfWork(git).commit_foreign_edits(make_scanner(settings))
+            uow = UnitOfWork(git)
+            catalog = EntityCatalog.load(uow)
+            facts = FactBook(uow, catalog, host_code=host_code(settings, env))
+            found = facts.lookup_fact(fact_id)
+            if found is None:
+                session.abandon()
+                out.write(f"memoryd: no fact {fact_id} in the store\n")
+                log.error("fact.unknown", fact_id=fact_id)
+                return EXIT_USAGE
+            entity, old = found
+            try:
+                message, event, new_id = _apply(
+                    facts.file_for(entity),
+                    old,
+                    text=text,
+                    reason=reason,
+                    today=today,
+                    run_id=run_id,
+                )
+            except StoreError as error:
+                session.abandon()
+                out.write(f"memoryd: {error}\n")
+                log.error("fact.not_corrected", fact_id=fact_id, reason=str(error))
+                return EXIT_USAGE
+            saved = facts.save_all()
+            rule = TierRule.from_settings(settings.decay)
+            refresh_summaries(uow, catalog, saved, today=today, rule=rule)
+            write_index(uow, catalog)
+            commit = uow.apply_and_commit(
+                message, {RUN_TRAILER: run_id}, scanner=make_scanner(settings)
             )
-        except StoreError as error:
-            out.write(f"memoryd: {error}\n")
-            log.error("fact.not_corrected", fact_id=fact_id, reason=str(error))
-            return EXIT_USAGE
-        saved = facts.save_all()
-        rule = TierRule.from_settings(settings.decay)
-        refresh_summaries(uow, catalog, saved, today=today, rule=rule)
-        write_index(uow, catalog)
-        commit = uow.apply_and_commit(
-            message, {RUN_TRAILER: run_id}, scanner=make_scanner(settings)
-        )
-        log.info(
-            event, fact_id=fact_id, new_fact_id=new_id, ref=entity.ref, reason=reason, commit=commit
-        )
-        problem = hooks.after_commit(
-            settings,
-            git,
-            committed=commit is not None,
-            state_dir=state_directory(settings, environ),
-            now=env.clock(),
-        )
-    refresh_search_after_commit(settings, env)
+            log.info(
+                event,
+                fact_id=fact_id,
+                new_fact_id=new_id,
+                ref=entity.ref,
+                reason=reason,
+                commit=commit,
+            )
+            session.record_commit(commit)
+        problem = session.sync_problem
     done = "retracted" if new_id is None else f"superseded by {new_id}"
     out.write(f"{fact_id} {done} (commit {(commit or 'none')[:12]})\n")
     if problem is not None:

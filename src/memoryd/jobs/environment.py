@@ -22,8 +22,9 @@ log = get_logger(__name__)
 
 Clock = Callable[[], datetime]
 
-# A one-shot command (heartbeat, rewrite, retry) waits this long for a running job to finish,
-# then exits 75 naming the holder of the lock.
+# A one-shot command (heartbeat, rewrite, retry, review, forget, supersede) waits this long for a
+# running job to finish, then exits 75 naming the holder of the lock; each takes the wait as a
+# parameter with this default, so a test can pass a short one.
 LOCK_WAIT_SECONDS = 10.0
 
 

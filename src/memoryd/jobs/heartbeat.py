@@ -1,11 +1,9 @@
 """The heartbeat job: one heartbeat over freshly opened real parts, and its dry run.
 
-The caller (the `heartbeat` command, the daemon) holds the single-writer lock. In order:
-settle the repository (`memoryd.jobs.hooks`), open the state database and the extractor, check
-the store, bring the state database in step with the store and finish whatever a killed job left
-half-done (`memoryd.jobs.reconcile`), pull (with `git.push`), run the heartbeat, close
-everything, then push and run `index.commands` (`memoryd.jobs.hooks`: neither can fail the
-heartbeat).
+The caller (the `heartbeat` command, the daemon) holds the single-writer lock. The heartbeat
+runs inside one writing session (`memoryd.jobs.session`: settle, check the store, reconcile and
+recover, pull, then after it push, `index.commands` and the search refresh), with the extractor
+open for its length.
 """
 
 from __future__ import annotations
@@ -18,8 +16,8 @@ from typing import TYPE_CHECKING
 
 from memoryd.collector import frozen_while
 from memoryd.extractors.extract import Extractor, MarkersExtractor, WatchedExtractor
+from memoryd.gitrepo import GitStore
 from memoryd.heartbeat import Heartbeat, HeartbeatOptions, HeartbeatReport
-from memoryd.jobs import hooks
 from memoryd.jobs.environment import Environment, host_name, open_state
 from memoryd.jobs.parts import (
     extractor_for,
@@ -29,7 +27,7 @@ from memoryd.jobs.parts import (
     make_scrubber,
     prepare_store,
 )
-from memoryd.jobs.reconcile import reconcile_state
+from memoryd.jobs.session import writing_session
 from memoryd.jobs.sources import build_sources
 from memoryd.reading.accesses import claim_reads, release_reads
 from memoryd.settings import Settings, state_directory
@@ -88,12 +86,16 @@ def build_heartbeat(
     dry_run: bool = False,
     run_id: str | None = None,
     reads: Sequence[tuple[str, str, date]] = (),
+    git: GitStore | None = None,
 ) -> Heartbeat:
-    """A Heartbeat over real parts; the store is checked (and migrated unless `dry_run`).
-    `reads` are the queued reads by agents it files as accesses (`memoryd.reading.accesses`)."""
-    git = git_store(settings, env.clock)
-    # The heartbeat's foreign-edits step removes leftover temporary files from `git status`.
-    prepare_store(git, dry_run=dry_run, sweep=False)
+    """A Heartbeat over real parts. Given the `git` of a writing session (`memoryd.jobs.session`),
+    which has checked the store, it works on it; otherwise the store is checked here (and migrated
+    unless `dry_run`). `reads` are the queued reads by agents it files as accesses
+    (`memoryd.reading.accesses`)."""
+    if git is None:
+        git = git_store(settings, env.clock)
+        # The heartbeat's foreign-edits step removes leftover temporary files from `git status`.
+        prepare_store(git, dry_run=dry_run, sweep=False)
 
     def refresh(
         tx: FileTransaction, catalog: EntityCatalog, items_paths: Sequence[str], today: date
@@ -162,10 +164,8 @@ def _run_heartbeat(
     watch_calls: Callable[[], AbstractContextManager[object]] | None,
     progress: Callable[[HeartbeatReport], None] | None,
 ) -> HeartbeatReport:
-    git = git_store(settings, env.clock)
-    hooks.before_writing(settings, git, pull=False)
     with (
-        open_state(settings, env, discard_corrupt=True) as state,
+        writing_session(settings, env, sweep=False) as session,
         extractor_for(settings, env) as extractor,
     ):
         watched = extractor if watch_calls is None else WatchedExtractor(extractor, watch_calls)
@@ -175,31 +175,20 @@ def _run_heartbeat(
         heartbeat = build_heartbeat(
             settings,
             env,
-            state,
+            session.state,
             watched,
             should_stop=should_stop,
             run_id=run_id,
             reads=claimed.reads,
+            git=session.git,
         )
-        reconcile_state(state, heartbeat.git, heartbeat.settings.host, env.clock())
-        # Pulled once the killed jobs' half-done writes are finished or undone (see hooks); the
-        # store is checked again in case the remote brought a newer format.
-        hooks.pull_after_recovery(settings, git)
-        prepare_store(git, dry_run=True)
         report = heartbeat.run()
         if heartbeat.reads_filed:
             release_reads(claimed)
-    report.sync_problem = hooks.after_commit(
-        settings,
-        git,
-        committed=bool(report.commit or report.foreign_commit),
-        state_dir=state_directory(settings, env.environ),
-        now=env.clock(),
-    )
-    if report.commit or report.foreign_commit:
-        from memoryd.jobs.reading import refresh_search_after_commit  # noqa: PLC0415 - see the top
-
-        refresh_search_after_commit(settings, env, paths=heartbeat.committed_paths)
+        session.record_commit(
+            report.commit or report.foreign_commit, paths=heartbeat.committed_paths
+        )
+    report.sync_problem = session.sync_problem
     return report
 
 

@@ -25,7 +25,9 @@ in step with the store logs nothing.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from datetime import datetime
+from typing import Literal
 
 from memoryd.extractors.intake import AHEAD_KEY
 from memoryd.extractors.recovery import GENERATION_KEY
@@ -43,32 +45,49 @@ BINDING_KEY = "store.binding"
 SEEN_PREFIX = "source.seen:"
 
 
-def reconcile_state(state: State, git: GitStore, host: str, at: datetime) -> str:
-    """Bring the state database in step with the store before a job (see the module docstring);
-    return what was done: "in-step", "bound", "adopted" or "rebuilt:<reason>"."""
-    outcome = _check_identity(state, store_identity(git), host)
-    finish_interrupted_jobs(state, git, at)
-    if outcome == "adopted":
-        return outcome
-    # The generation alone first (cheap on a canonical record); the whole record only to
-    # rebuild from it.
-    stored = read_host_generation(UnitOfWork(git), host) or 0
-    cached = int(state.meta.get(GENERATION_KEY) or 0)
-    if outcome == "foreign":
-        reason = "foreign"
-    elif cached == stored:
-        return outcome
-    elif outcome == "bound":
-        reason = "missing"  # a new, empty database over a store that has a record
-    else:
-        reason = "behind" if cached < stored else "ahead"
-    record = read_host_record(UnitOfWork(git), host)
-    rebuild_from_record(state, git, record, host, reason=reason, cached=cached)
-    return f"rebuilt:{reason}"
+IdentityVerdict = Literal["in-step", "rebound", "renamed", "foreign", "adopted", "bound"]
 
 
-def _check_identity(state: State, identity: str | None, host: str) -> str:
-    binding = state.meta.get_json(BINDING_KEY)
+@dataclass(frozen=True)
+class Verdict:
+    """What reconciling would do to a state database, decided without doing it. `identity`: the
+    binding check (in step; `rebound`, bound before the store's first commit; `renamed`, this
+    store under another host name; `foreign`, another store's; `adopted`, from before the store
+    kept a record; `bound`, unbound until now). `rebuild`: the reason it would be rebuilt from
+    the store's record, or None."""
+
+    identity: IdentityVerdict
+    rebuild: str | None
+    cached: int
+    stored: int
+
+
+def reconcile_verdict(
+    binding: object,
+    generation: str | None,
+    *,
+    identity: str | None,
+    host: str,
+    stored: int,
+    had_data: bool,
+) -> Verdict:
+    """Given the database's binding and generation, the store's identity, this host's name, the
+    generation of its record in the store and whether the database has learnt anything, return
+    what `reconcile_state` would do. `memoryd check` asks this, so the two never disagree."""
+    verdict = identity_verdict(binding, identity, host, had_data=had_data, generation=generation)
+    cached = int(generation or 0)
+    return Verdict(verdict, rebuild_reason(verdict, cached, stored), cached, stored)
+
+
+def identity_verdict(
+    binding: object,
+    identity: str | None,
+    host: str,
+    *,
+    had_data: bool,
+    generation: str | None,
+) -> IdentityVerdict:
+    """The binding check's decision (see `Verdict`)."""
     wanted = {"host": host, "store": identity}
     if binding == wanted:
         return "in-step"
@@ -78,16 +97,68 @@ def _check_identity(state: State, identity: str | None, host: str) -> str:
         and identity is not None
         and binding.get("host") == host
     ):
-        # Bound before the store had a first commit: the same store, now with a history.
-        state.meta.set_json(BINDING_KEY, wanted)
-        return "in-step"
+        return "rebound"
     if isinstance(binding, dict) and binding.get("store") == identity:
+        return "renamed"
+    if binding is not None:
+        return "foreign"
+    if had_data and generation is None:
+        return "adopted"
+    return "bound"
+
+
+def rebuild_reason(verdict: IdentityVerdict, cached: int, stored: int) -> str | None:
+    """Why the database would be rebuilt from the store's record after the binding check, or
+    None when it is kept as it is."""
+    if verdict in ("renamed", "adopted"):
+        return None
+    if verdict == "foreign":
+        return "foreign"
+    if cached == stored:
+        return None
+    if verdict == "bound":
+        return "missing"  # a new, empty database over a store that has a record
+    return "behind" if cached < stored else "ahead"
+
+
+def has_learnt(state: State) -> bool:
+    """Whether the database holds anything learnt of a store: cursors, pending facts, sources
+    seen."""
+    return bool(state.cursors.all() or state.pending.all() or state.meta.names(SEEN_PREFIX))
+
+
+def reconcile_state(state: State, git: GitStore, host: str, at: datetime) -> str:
+    """Bring the state database in step with the store before a job (see the module docstring);
+    return what was done: "in-step", "bound", "adopted" or "rebuilt:<reason>"."""
+    verdict = _check_identity(state, store_identity(git), host)
+    finish_interrupted_jobs(state, git, at)
+    if verdict in ("renamed", "adopted"):
+        return "adopted"
+    # The generation alone first (cheap on a canonical record); the whole record only to
+    # rebuild from it.
+    stored = read_host_generation(UnitOfWork(git), host) or 0
+    cached = int(state.meta.get(GENERATION_KEY) or 0)
+    reason = rebuild_reason(verdict, cached, stored)
+    if reason is None:
+        return "bound" if verdict == "bound" else "in-step"
+    record = read_host_record(UnitOfWork(git), host)
+    rebuild_from_record(state, git, record, host, reason=reason, cached=cached)
+    return f"rebuilt:{reason}"
+
+
+def _check_identity(state: State, identity: str | None, host: str) -> IdentityVerdict:
+    """Act on the binding check: bind, rebind or forget as `identity_verdict` decides."""
+    binding = state.meta.get_json(BINDING_KEY)
+    generation = state.meta.get(GENERATION_KEY)
+    had_data = binding is None and has_learnt(state)
+    verdict = identity_verdict(binding, identity, host, had_data=had_data, generation=generation)
+    wanted = {"host": host, "store": identity}
+    if verdict == "renamed":
         # The same store under a new host name (`state.host` set or changed): the database is
         # still this machine's cache, and the next commit writes the record under the new name.
-        log.warning("state.host_renamed", store=identity, was=binding.get("host"), host=host)
-        state.meta.set_json(BINDING_KEY, wanted)
-        return "adopted"
-    if binding is not None:
+        was = binding.get("host") if isinstance(binding, dict) else None
+        log.warning("state.host_renamed", store=identity, was=was, host=host)
+    elif verdict == "foreign":
         log.warning(
             "state.foreign",
             bound_to=binding,
@@ -96,16 +167,15 @@ def _check_identity(state: State, identity: str | None, host: str) -> str:
             action="forgetting what it learnt of that store, then rebuilding from this one",
         )
         state.forget_store()
-        state.meta.set_json(BINDING_KEY, wanted)
-        return "foreign"
-    had_data = bool(state.cursors.all() or state.pending.all() or state.meta.names(SEEN_PREFIX))
-    state.meta.set_json(BINDING_KEY, wanted)
-    if had_data and state.meta.get(GENERATION_KEY) is None:
+    elif verdict == "adopted":
         # A database from before the store kept a record: it is this store's own cache, and the
         # next heartbeat's commit writes the record from it.
         log.info("state.adopted", store=identity, host=host)
-        return "adopted"
-    return "bound"
+    if verdict != "in-step":
+        # Every other verdict ends bound to this store and host (`rebound`: bound before the
+        # store had a first commit, the same store now with a history).
+        state.meta.set_json(BINDING_KEY, wanted)
+    return verdict
 
 
 def rebuild_from_record(

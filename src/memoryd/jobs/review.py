@@ -8,7 +8,7 @@ history is the audit log: `accept` files the tip into the agent's files with its
 marks the item accepted; `reject` marks it rejected, and the gate never files it. Both live in
 the store, so they survive the loss of the state database. In a store shared by several hosts
 a decision pulls first (so an item decided elsewhere is refused as already decided) and pushes
-after its commit, as a heartbeat does (`memoryd.jobs.writing`).
+after its commit, as a heartbeat does, in one writing session (`memoryd.jobs.session`).
 """
 
 from __future__ import annotations
@@ -17,10 +17,9 @@ from datetime import datetime
 from typing import Literal
 
 from memoryd.extractors.gate import Tip, file_now
-from memoryd.jobs import hooks
 from memoryd.jobs.environment import Environment
 from memoryd.jobs.parts import git_store, make_scanner
-from memoryd.jobs.writing import prepare_to_write
+from memoryd.jobs.session import writing_session
 from memoryd.logs import get_logger
 from memoryd.settings import Settings
 from memoryd.store.review import ReviewItem, decide, list_items
@@ -43,39 +42,39 @@ def decide_item(
     """Accept or reject the held item `item_id`; return it as decided, the commit made and the
     sync problem to report (`memoryd.jobs.hooks.after_commit`), if any. Raise
     UnknownReviewItemError or AlreadyDecidedError (usage errors), StoreError."""
-    git = prepare_to_write(settings, env)
-    uow = UnitOfWork(git)
-    today = _local_day(env.clock(), settings)
-    item = decide(uow, item_id, "accepted" if decision == "accept" else "rejected", today)
-    if decision == "accept":
-        tip = Tip(item.kind, item.agent, item.text, topic=item.topic, routine=item.routine)
-        file_now(
-            uow,
-            tip,
-            item.sources,
-            skills_dir=settings.store.skills_dir,
-            tacit_file=settings.store.tacit_file,
+    with writing_session(settings, env) as session:
+        uow = UnitOfWork(session.git)
+        today = _local_day(env.clock(), settings)
+        item = decide(uow, item_id, "accepted" if decision == "accept" else "rejected", today)
+        if decision == "accept":
+            tip = Tip(item.kind, item.agent, item.text, topic=item.topic, routine=item.routine)
+            file_now(
+                uow,
+                tip,
+                item.sources,
+                skills_dir=settings.store.skills_dir,
+                tacit_file=settings.store.tacit_file,
+            )
+        what = f"{item.kind} of {item.agent}" + (f" ({item.topic})" if item.topic else "")
+        message = (
+            f"review: {decision} {item.id}, {what}\n\n"
+            f"Held for: {', '.join(sorted(item.reasons))}\n"
+            f"Text: {item.text}\n"
         )
-    what = f"{item.kind} of {item.agent}" + (f" ({item.topic})" if item.topic else "")
-    message = (
-        f"review: {decision} {item.id}, {what}\n\n"
-        f"Held for: {', '.join(sorted(item.reasons))}\n"
-        f"Text: {item.text}\n"
-    )
-    commit = uow.apply_and_commit(
-        message, {REVIEW_TRAILER: f"{decision} {item.id}"}, scanner=make_scanner(settings)
-    )
-    log.info(
-        "review.decided",
-        review_id=item.id,
-        decision=decision,
-        kind=item.kind,
-        agent=item.agent,
-        reasons=sorted(item.reasons),
-        commit=commit,
-    )
-    problem = hooks.after_commit(settings, git, committed=commit is not None)
-    return item, commit, problem
+        commit = uow.apply_and_commit(
+            message, {REVIEW_TRAILER: f"{decision} {item.id}"}, scanner=make_scanner(settings)
+        )
+        log.info(
+            "review.decided",
+            review_id=item.id,
+            decision=decision,
+            kind=item.kind,
+            agent=item.agent,
+            reasons=sorted(item.reasons),
+            commit=commit,
+        )
+        session.record_commit(commit)
+    return item, commit, session.sync_problem
 
 
 def _local_day(now: datetime, settings: Settings) -> str:

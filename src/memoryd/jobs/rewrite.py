@@ -1,11 +1,11 @@
 """The weekly rewrite job: real parts wired from the settings, as `memoryd.jobs.heartbeat` does.
 
-`run_rewrite` opens the state database, the git store and the LLM client (none for the markers
-provider), finishes whatever a killed job left half-done, then pulls (with `git.push`, as the
-heartbeat does: a person's withheld uncommitted edit is carried over), runs one rewrite, closes
-them, then pushes and runs `index.commands` after a commit; the caller holds the single-writer
-lock. `poll_rewrite_batch` is the daemon's cheap periodic check: it does nothing
-at all unless a batch is pending, and then only collects it (and pushes what it committed).
+`run_rewrite` runs one rewrite inside a writing session (`memoryd.jobs.session`: settle, check
+the store, reconcile and recover, pull, then push, `index.commands` and the search refresh after
+a commit) with the LLM client (none for the markers provider) open for its length; the caller
+holds the single-writer lock. `poll_rewrite_batch` is the daemon's cheap periodic check: it does
+nothing at all unless a batch is pending, and then only collects it in a session that neither
+settles nor pulls (and pushes what it committed).
 `explain` reads the store and the tracking, never writes.
 
 Checks at start: the rewrite's prompt files (`REWRITE_PROMPT_NAMES`) must load; a missing or
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from memoryd.jobs import hooks
+from memoryd.gitrepo import GitStore
 from memoryd.jobs.environment import Environment, host_name, open_state
 from memoryd.jobs.parts import (
     git_store,
@@ -25,8 +25,8 @@ from memoryd.jobs.parts import (
     make_scrubber,
     prepare_store,
 )
-from memoryd.jobs.reading import refresh_search_after_commit
 from memoryd.jobs.reconcile import reconcile_state
+from memoryd.jobs.session import writing_session
 from memoryd.llm.base import estimate_tokens
 from memoryd.prompts import check_prompts
 from memoryd.rewrite import consolidate
@@ -34,7 +34,7 @@ from memoryd.rewrite.engine import Rewrite, RewriteOptions
 from memoryd.rewrite.explain import explain_target
 from memoryd.rewrite.report import RewriteReport
 from memoryd.rewrite.select import Mode, select
-from memoryd.settings import Settings, state_directory
+from memoryd.settings import Settings
 from memoryd.state.facade import State
 from memoryd.store.catalog import EntityCatalog
 from memoryd.store.tiers import TierRule
@@ -71,14 +71,17 @@ def build_rewrite(
     *,
     dry_run: bool = False,
     run_id: str | None = None,
+    git: GitStore | None = None,
 ) -> Rewrite:
-    """A Rewrite over real parts; the store is checked (and migrated unless `dry_run`), and
-    unless `dry_run` whatever a killed job left half-done is finished or undone first."""
+    """A Rewrite over real parts. Given the `git` of a writing session (`memoryd.jobs.session`),
+    which has checked the store and reconciled the state database, it works on it; otherwise
+    (a dry run) the store is checked here and nothing is changed."""
     check_prompts(REWRITE_PROMPT_NAMES)
-    git = git_store(settings, env.clock)
-    prepare_store(git, dry_run=dry_run)
-    if not dry_run:
-        reconcile_state(state, git, host_name(settings, env), env.clock())
+    if git is None:
+        git = git_store(settings, env.clock)
+        prepare_store(git, dry_run=dry_run)
+        if not dry_run:
+            reconcile_state(state, git, host_name(settings, env), env.clock())
     return Rewrite(
         settings=rewrite_options(settings),
         state=state,
@@ -106,27 +109,16 @@ def run_rewrite(
                 rewrite, "template" if settings.llm.provider == "markers" else "llm"
             )
             return RewriteReport(rewrite.run_id, outcome="dry-run", plan=plan)
-    git = git_store(settings, env.clock)
-    hooks.before_writing(settings, git, pull=False)
+    check_prompts(REWRITE_PROMPT_NAMES)
     with (
-        open_state(settings, env, discard_corrupt=True) as state,
+        writing_session(settings, env) as session,
         llm_client_for(settings, env) as client,
     ):
-        rewrite = build_rewrite(settings, env, state, client, run_id=run_id)
-        # Pulled once the killed jobs' half-done writes are finished or undone, as the heartbeat
-        # does (see hooks); the store is checked again in case the remote brought a newer format.
-        hooks.pull_after_recovery(settings, git)
-        prepare_store(git, dry_run=True)
+        rewrite = build_rewrite(
+            settings, env, session.state, client, run_id=run_id, git=session.git
+        )
         report = rewrite.run()
-    hooks.after_commit(
-        settings,
-        git,
-        committed=report.commit is not None,
-        state_dir=state_directory(settings, env.environ),
-        now=env.clock(),
-    )
-    if report.commit is not None:
-        refresh_search_after_commit(settings, env)
+        session.record_commit(report.commit)
     return report
 
 
@@ -174,11 +166,13 @@ def poll_rewrite_batch(settings: Settings, env: Environment) -> RewriteReport | 
     with open_state(settings, env) as state:
         if state.rewrites.pending_batch() is None:
             return None
-        with llm_client_for(settings, env) as client:
-            report = build_rewrite(settings, env, state, client).run(poll_only=True)
-    hooks.after_commit(
-        settings, git_store(settings, env.clock), committed=report.commit is not None
-    )
+    with (
+        writing_session(settings, env, settle=False) as session,
+        llm_client_for(settings, env) as client,
+    ):
+        rewrite = build_rewrite(settings, env, session.state, client, git=session.git)
+        report = rewrite.run(poll_only=True)
+        session.record_commit(report.commit)
     return report
 
 

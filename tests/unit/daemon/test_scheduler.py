@@ -16,7 +16,7 @@ import pytest
 from structlog.testing import capture_logs
 from tests.fakes.configs import ops_config
 
-from memoryd.cli.commands import cmd_run
+from memoryd.cli.run import cmd_run
 from memoryd.daemon import scheduler
 from memoryd.daemon.notify import Notifier
 from memoryd.daemon.schedule import (

@@ -1,0 +1,55 @@
+"""`memoryd heartbeat [--dry-run]` (docs/cli.md): one heartbeat by hand, under the writer's lock.
+
+It exits 78 when the LLM's account, key, model or endpoint cannot be used
+(`HeartbeatReport.exit_code`), 75 when another memoryd holds the lock past the wait.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Mapping
+from typing import TextIO
+
+from memoryd.cli.progress import TerminalProgress
+from memoryd.errors import EXIT_OK
+from memoryd.jobs.environment import LOCK_WAIT_SECONDS, Environment
+from memoryd.jobs.heartbeat import dry_run_heartbeat, run_heartbeat
+from memoryd.jobs.lock import single_writer
+from memoryd.settings import LoadedConfig, state_directory
+
+
+def cmd_heartbeat(
+    args: argparse.Namespace,
+    config: LoadedConfig,
+    environ: Mapping[str, str],
+    out: TextIO,
+    *,
+    lock_wait_seconds: float = LOCK_WAIT_SECONDS,
+) -> int:
+    settings = config.settings
+    env = Environment.live(environ)
+    if args.dry_run:
+        report = dry_run_heartbeat(settings, env)
+        print(json.dumps(report, indent=2, sort_keys=True), file=out)
+        return EXIT_OK
+    progress = TerminalProgress.for_stream(sys.stderr)  # a backfill by hand shows progress
+    with single_writer(state_directory(settings, environ), wait_seconds=lock_wait_seconds):
+        try:
+            result = run_heartbeat(settings, env, progress=progress)
+        finally:
+            if progress is not None:
+                progress.close()
+    counters = result.counters
+    print(
+        f"heartbeat {result.outcome}: +{counters.facts_added} facts, "
+        f"{counters.facts_superseded} superseded, {counters.entities_created} entities, "
+        f"{counters.skills_added} skills, {counters.notes_added} notes; "
+        f"{result.chunks_extracted} chunks extracted, {result.chunks_failed} failed; "
+        f"${result.cost_usd:.4f}; commit {result.commit or 'none'}",
+        file=out,
+    )
+    for key, reason in sorted(result.sources_unreadable.items()):
+        print(f"source {key} UNREADABLE ({reason}): nothing was read from it", file=out)
+    return result.exit_code

@@ -1,0 +1,38 @@
+"""`memoryd run` (docs/cli.md): the daemon."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping
+from typing import TextIO
+
+from memoryd.daemon import scheduler
+from memoryd.daemon.notify import Notifier
+from memoryd.errors import EXIT_FAILED, ConfigError, TransientError
+from memoryd.jobs.environment import Environment
+from memoryd.logs import get_logger
+from memoryd.settings import LoadedConfig, check_environment
+
+# The events of every command are logged under the command line's one logger name.
+log = get_logger("memoryd.cli")
+
+
+def cmd_run(
+    _args: argparse.Namespace, config: LoadedConfig, environ: Mapping[str, str], _out: TextIO
+) -> int:
+    """The daemon. A configuration that cannot work exits 78 before anything is scheduled."""
+    report = check_environment(config.settings, environ)
+    if not report.ok:
+        raise ConfigError(config.path, report.problems)
+    for warning in report.warnings:
+        log.warning("config.warning", path=str(config.path), warning=warning)
+    # Looked up on the module at each run, so that a test can stand in for the daemon.
+    daemon = scheduler.Daemon(config, Environment.live(environ, long_lived=True), Notifier(environ))
+    try:
+        return daemon.run()
+    except TransientError as error:
+        # 75 would make systemd restart the daemon in a tight loop (docs/cli.md); a failure at
+        # start-up (e.g. the state database locked) is an ordinary failure, restarted after
+        # RestartSec.
+        log.error("daemon.failed", error=str(error), error_type=type(error).__name__)
+        return EXIT_FAILED
