@@ -125,7 +125,7 @@ def _run(argv: Sequence[str] | None) -> int:
         return error.exit_code
     except OSError as error:
         # Disk full, a read-only store, a folder taken away: a JSON event and a clean exit code,
-        # never a bare traceback (issue 12). Nothing stored is lost: every job commits or not.
+        # never a bare traceback. Nothing stored is lost: every job commits or not.
         code = _os_error_exit_code(error)
         log.error(
             "command.failed",

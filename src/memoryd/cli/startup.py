@@ -1,4 +1,4 @@
-"""A command's start-up and exit made cheaper (issue 15): the collector held off at start-up and
+"""A command's start-up and exit made cheaper: the collector held off at start-up and
 left out at exit, no pydantic plugins.
 
 Starting a command imports a few hundred modules: many thousands of long-lived objects (classes,

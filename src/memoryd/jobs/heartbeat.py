@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from memoryd.worktree import FileTransaction
 
 # Summaries and the search index are refreshed only after a heartbeat that filed something: their
-# modules are imported there, so that an idle heartbeat does not pay for them (issue 15). The
+# modules are imported there, so that an idle heartbeat does not pay for them. The
 # same for the fact store (`memoryd.store.items`), whose host code only a shared store needs.
 
 

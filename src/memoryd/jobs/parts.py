@@ -5,7 +5,7 @@ are in `memoryd.jobs.sources`). Each job opens the git store afresh and lets it 
 The `anthropic` SDK is imported here only when a client is built, so commands that call no
 model (`--version`, `status`, `check`, `explain`, a dry run) start without paying for it. In the
 same way the cleaner and the scrubber import their modules on their first use: a heartbeat with
-nothing new cleans nothing (issue 15).
+nothing new cleans nothing.
 """
 
 from __future__ import annotations

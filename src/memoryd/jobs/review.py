@@ -1,4 +1,4 @@
-"""`memoryd review`: the tips the safety gate held (docs/cli.md, Reading the memory, issue 13), over
+"""`memoryd review`: the tips the safety gate held (docs/cli.md, Reading the memory), over
 real parts.
 
 Listing reads the store's queue (`.memoryd/review/`) and takes no lock. A decision is a store
