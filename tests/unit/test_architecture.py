@@ -356,3 +356,13 @@ def test_no_module_cycle_at_all() -> None:
     # Counted with every import, even those inside functions or under TYPE_CHECKING: a cycle
     # hidden by a lazy import is still two modules that cannot be understood one at a time.
     assert _cycles(_module_graph()) == []
+
+
+def test_every_module_is_under_400_lines() -> None:
+    # A module that outgrows this holds more than one idea; split it where the ideas part.
+    long = {
+        str(path.relative_to(PACKAGE)): lines
+        for path in PACKAGE.rglob("*.py")
+        if (lines := len(path.read_text(encoding="utf-8").splitlines())) >= 400
+    }
+    assert long == {}
