@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.support.multihost import git
 
 from memoryd.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from memoryd.store.items import host_id_code
@@ -26,15 +27,6 @@ pytestmark = pytest.mark.slow
 
 JANE = "life/areas/people/jane-doe/items.json"
 TIP = ("git", "git push --force origin main when the push is rejected")
-
-
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-C", str(cwd), "-c", "user.name=P", "-c", "user.email=p@example.org", *args],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
 
 
 class Host:

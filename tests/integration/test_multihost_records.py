@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from structlog.testing import capture_logs
 from tests.support.harness import Workspace, turn
+from tests.support.multihost import git
 
 from memoryd.jobs import hooks
 from memoryd.jobs.after_merge import refresh_after_move
@@ -42,15 +43,6 @@ JANE_SAID = (
     "person Jane Doe: Likes green tea",
     "person Jane Doe: Plays chess",
 )
-
-
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-C", str(cwd), "-c", "user.name=P", "-c", "user.email=p@example.org", *args],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
 
 
 class Host:

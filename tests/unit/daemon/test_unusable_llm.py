@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 from structlog.testing import capture_logs
 from tests.fakes.configs import anthropic_llm, ops_config
-from tests.fakes.fake_anthropic import FakeAnthropicServer, RecordedRequest, ToolUse
+from tests.fakes.fake_anthropic import FakeAnthropicServer
+from tests.support.check_online import answer
 
 from memoryd.daemon.notify import Notifier
 from memoryd.daemon.scheduler import Daemon, DaemonOptions, StopPolicy
@@ -42,21 +43,6 @@ class Clock:
 
     def __call__(self) -> datetime:
         return self.now
-
-
-def answer(_request: RecordedRequest) -> ToolUse:
-    return ToolUse(
-        {
-            "facts": [
-                {
-                    "entity": {"name": "Jane Doe", "kind": "person"},
-                    "fact": "Joined Acme as CTO",
-                    "category": "milestone",
-                }
-            ],
-            "entities": [{"name": "Jane Doe", "kind": "person", "significant": True}],
-        }
-    )
 
 
 @pytest.fixture
