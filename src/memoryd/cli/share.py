@@ -48,7 +48,9 @@ def cmd_share(
             )
             for path, reason in report.failed:
                 print(f"  cannot share {path}: {reason}", file=out)
-    log.info(
+                log.warning("share.failed", path=path, reason=reason)
+    # Run every minute by a timer: silent unless something changed.
+    (log.info if total.shared or total.failed else log.debug)(
         "share.finished",
         uid=owner,
         shared=total.shared,
