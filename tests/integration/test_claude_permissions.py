@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import json
 import os
+import struct
+import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +25,7 @@ from pathlib import Path
 import pytest
 from tests.support.cli import json_lines
 from tests.support.users import (
+    as_user,
     ensure_user,
     memoryd_as,
     require_root_tools,
@@ -183,3 +186,44 @@ def test_the_system_service_reads_a_new_0600_session_once_the_owner_shares_it(ro
     # Run again (the timer's steady state): nothing to do; the file, its folder and the root.
     share_code, shared, _ = memoryd(AGENT_USER, host, "share")
     assert (share_code, "shared 0, already shared 3," in shared) == (EXIT_OK, True), shared
+
+
+def posix_acl(*entries: tuple[int, int, int]) -> bytes:
+    """The kernel's `system.posix_acl_*` value: version 2, then (tag, permissions, id) entries
+    in tag order (the `setfacl` tool is not needed, nor installed everywhere)."""
+    return struct.pack("<I", 2) + b"".join(struct.pack("<HHI", *entry) for entry in entries)
+
+
+def test_share_also_repairs_the_guides_default_acl(root: Path) -> None:
+    # The guide's ACL method: memoryd is not in the agent's group; a default ACL names it. A
+    # 0600 file's ACL mask is then ---, so the entry gives nothing until share sets the mask.
+    host = make_host(root, memoryd_user=SERVICE_USER)
+    service = ensure_user(SERVICE_USER)
+    subprocess.run(["gpasswd", "-d", SERVICE_USER, AGENT_USER], capture_output=True, check=False)
+    undefined = 0xFFFFFFFF
+    default = posix_acl(
+        (0x01, 7, undefined),  # user::rwx
+        (0x02, 5, service.pw_uid),  # user:memoryd:r-x
+        (0x04, 0, undefined),  # group::---
+        (0x10, 5, undefined),  # mask::r-x
+        (0x20, 0, undefined),  # other::---
+    )
+    try:
+        os.setxattr(host.session.parent, "system.posix_acl_default", default)
+    except OSError as error:
+        pytest.skip(f"this file system takes no ACL: {error}")
+    assert memoryd(SERVICE_USER, host, "init")[0] == EXIT_OK
+    write_as(
+        AGENT_USER, host.session, claude_line("remember: person Jane Doe: Joined Acme"), mode=0o600
+    )
+    assert memoryd(SERVICE_USER, host, "status")[0] == EXIT_CONFIG
+
+    assert memoryd(AGENT_USER, host, "share")[0] == EXIT_OK
+
+    assert memoryd(SERVICE_USER, host, "status")[0] == EXIT_OK
+    code, _, events = memoryd(SERVICE_USER, host, "heartbeat")
+    assert code == EXIT_OK, events
+    assert facts_added(events) == 1
+    # The owning group's own entry is still ---: only the named memoryd entry took effect.
+    ensure_user("mdtest-bob", groups=(AGENT_USER,))
+    assert as_user("mdtest-bob", "cat", str(host.session), cwd=root).returncode != 0
