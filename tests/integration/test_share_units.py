@@ -32,7 +32,7 @@ def user_units(tmp_path: Path) -> Path:
     """Copies of the user units, the program path pointing at the installed memoryd."""
     folder = tmp_path / "user"
     folder.mkdir()
-    for name in (*SHARE_UNITS, "user/memoryd.service"):
+    for name in SHARE_UNITS:
         text = (UNITS / name).read_text().replace(INSTALLED_PROGRAM, memoryd_program())
         (folder / Path(name).name).write_text(
             text.replace("%h/.local/bin/memoryd", memoryd_program())
@@ -48,9 +48,7 @@ def analyze() -> str:
     return program
 
 
-@pytest.mark.parametrize(
-    "name", ["memoryd-share.timer", "memoryd-share.service", "memoryd.service"]
-)
+@pytest.mark.parametrize("name", ["memoryd-share.timer", "memoryd-share.service"])
 def test_user_unit_verifies_without_a_word(
     analyze: str, user_units: Path, tmp_path: Path, name: str
 ) -> None:
