@@ -50,6 +50,19 @@ denied = sum("ermission denied" in s.reason for s in result.skipped)
 print(json.dumps({"read": result.stats.files_read, "denied": denied, "seconds": elapsed}))
 """
 
+SHARE = """
+import json, os, sys, time
+from memoryd.sources.discovery import survey
+from memoryd.sources.registry import get_format
+from memoryd.sources.sharing import share_files
+started = time.perf_counter()
+files = survey(sys.argv[1], get_format("claude-code").accepts).files
+walked = time.perf_counter()
+report = share_files(sys.argv[1], files, owner=os.geteuid())
+done = time.perf_counter()
+print(json.dumps({"walk": walked - started, "share": done - walked, "shared": report.shared}))
+"""
+
 
 def _user(name: str, group: str | None = None) -> None:
     if subprocess.run(["id", name], capture_output=True, check=False).returncode != 0:
@@ -150,6 +163,13 @@ def main(argv: list[str]) -> int:
         f"share, nothing new (whole command, median of {len(times)}): "
         f"{statistics.median(times):.3f} s: {steady[-1][1] if steady[-1] else ''}"
     )
+    inner = _as(AGENT, sys.executable, "-c", SHARE, str(projects))
+    if inner.returncode == 0:
+        figures = json.loads(inner.stdout.strip().splitlines()[-1])
+        print(
+            f"share, nothing new, in process: walk {figures['walk']:.3f} s, "
+            f"lstat and skip {figures['share']:.3f} s"
+        )
     after = scan(projects)
     print(
         f"scan as the reader after share: {after['read']:.0f} files read, "
