@@ -216,7 +216,9 @@ def test_share_also_repairs_the_guides_default_acl(root: Path) -> None:
     write_as(
         AGENT_USER, host.session, claude_line("remember: person Jane Doe: Joined Acme"), mode=0o600
     )
-    assert memoryd(SERVICE_USER, host, "status")[0] == EXIT_CONFIG
+    code, status, _ = memoryd(SERVICE_USER, host, "status")
+    assert code == EXIT_CONFIG
+    assert f"with {SERVICE_USER} in group {AGENT_USER} (or named in the files' default" in status
 
     assert memoryd(AGENT_USER, host, "share")[0] == EXIT_OK
 

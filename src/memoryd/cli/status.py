@@ -49,6 +49,7 @@ def _unreadable_files(config: LoadedConfig) -> list[dict[str, Any]]:
             "files": report.files,
             "unreadable": len(report.unreadable),
             "owners": sorted({f.owner for f in report.unreadable}),
+            "groups": sorted({f.group for f in report.unreadable}),
             "modes": sorted({f"{f.mode:04o}" for f in report.unreadable}),
             "fix": line,
         }

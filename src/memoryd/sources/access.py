@@ -9,6 +9,7 @@ the usual case when memoryd runs as a user other than the agent's.
 
 from __future__ import annotations
 
+import grp
 import os
 import pwd
 import stat
@@ -37,6 +38,8 @@ class UnreadableFile:
     path: str
     mode: int  # permission bits, e.g. 0o600
     owner: str  # the owner's user name, or its uid when it has none
+    group: str = ""  # the file's group name, or its gid when it has none
+    joined: bool = True  # this process is a member of that group
 
 
 @dataclass
@@ -53,6 +56,7 @@ def access_report(files: Iterable[str]) -> AccessReport:
     gone meanwhile is not counted."""
     report = AccessReport()
     names: dict[int, str] = {}
+    mine = {os.getegid(), *os.getgroups()}
     for path in files:
         try:
             status = os.stat(path)
@@ -64,7 +68,13 @@ def access_report(files: Iterable[str]) -> AccessReport:
         if status.st_uid not in names:
             names[status.st_uid] = _user_name(status.st_uid)
         report.unreadable.append(
-            UnreadableFile(path, stat.S_IMODE(status.st_mode), names[status.st_uid])
+            UnreadableFile(
+                path,
+                stat.S_IMODE(status.st_mode),
+                names[status.st_uid],
+                _group_name(status.st_gid),
+                status.st_gid in mine,
+            )
         )
     return report
 
@@ -81,11 +91,18 @@ def describe(label: str, report: AccessReport, reader: str) -> str | None:
     owners = [owner for owner, _ in Counter(f.owner for f in report.unreadable).most_common()]
     owner_list = ", ".join(owners)
     first = owners[0]
+    # Group read helps only a member of the file's group, or a user the file's ACL names.
+    outside = sorted({f.group for f in report.unreadable if not f.joined})
+    join = (
+        f" with {reader} in group {', '.join(outside)} (or named in the files' default ACL)"
+        if outside
+        else ""
+    )
     return (
         f"{label}: {count} of {report.files} files unreadable by {reader} "
         f"(mode {modes}, owner {owner_list}): run memoryd as {first} "
         f"(the user unit, systemd/user/memoryd.service), or have {first} enable "
-        f"memoryd-share.timer (`memoryd share` every minute); see {GUIDE_SECTION}"
+        f"memoryd-share.timer (`memoryd share` every minute){join}; see {GUIDE_SECTION}"
     )
 
 
@@ -103,6 +120,13 @@ def unreadable_sources(settings: Settings) -> list[tuple[str, AccessReport, str]
             if line is not None:
                 found.append((label, report, line))
     return found
+
+
+def _group_name(gid: int) -> str:
+    try:
+        return grp.getgrgid(gid).gr_name
+    except KeyError:
+        return str(gid)
 
 
 def _user_name(uid: int) -> str:

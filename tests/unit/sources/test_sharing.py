@@ -122,3 +122,15 @@ def test_describe_names_the_count_the_owner_and_both_fixes() -> None:
         f"(`memoryd share` every minute); see {GUIDE_SECTION}"
     )
     assert describe("x", AccessReport(files=5), "memoryd") is None
+
+
+def test_describe_says_which_group_to_join_when_memoryd_is_not_in_it() -> None:
+    outside = UnreadableFile(
+        "/home/alice/.claude/projects/p/s.jsonl", 0o600, "alice", "alice", False
+    )
+    line = describe("coder claude-code:p", AccessReport(files=1, unreadable=[outside]), "memoryd")
+    assert line is not None
+    assert (
+        "enable memoryd-share.timer (`memoryd share` every minute) with memoryd in group alice "
+        "(or named in the files' default ACL); see "
+    ) in line
