@@ -20,23 +20,30 @@ own argument parser, one sandbox shared by every system unit.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
-import subprocess
-import sys
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 
 import pytest
+from tests.support.systemd_units import (
+    INSTALLED_PROGRAM,
+    REPOSITORY,
+    UNITS,
+    USER_PROGRAM,
+    Directive,
+    assert_silent,
+    memoryd_program,
+    parse_unit,
+    run_analyze,
+    span_seconds,
+)
 
 from memoryd.cli import build_parser
 from memoryd.errors import EXIT_CONFIG, EXIT_TEMPFAIL
 from memoryd.settings import CREDENTIAL_NAME, LLMSettings, ScheduleSettings
 
-REPOSITORY = Path(__file__).resolve().parents[2]
-UNITS = REPOSITORY / "systemd"
 SYSTEM_UNITS = (
     "memoryd.service",
     "memoryd@.service",
@@ -48,8 +55,6 @@ SYSTEM_UNITS = (
 SYSTEM_SERVICES = tuple(name for name in SYSTEM_UNITS if name.endswith(".service"))
 USER_UNIT = "user/memoryd.service"
 QMD_DROP_IN = "memoryd.service.d/qmd.conf"
-INSTALLED_PROGRAM = "/usr/local/bin/memoryd"
-USER_PROGRAM = "%h/.local/bin/memoryd"
 EXPOSURE_LIMIT = 2.0
 
 # The hardening every system unit carries, identical in each (docs/store-format.md, Layout, research
@@ -87,26 +92,6 @@ SANDBOX_KEYS = (
     "StateDirectoryMode",
 )
 
-Directive = tuple[str, str, str]  # section, key, value
-
-
-def parse_unit(text: str) -> list[Directive]:
-    """The directives of a unit file in order; repeated keys are kept, as systemd keeps them."""
-    directives: list[Directive] = []
-    section = ""
-    for number, raw in enumerate(text.splitlines(), start=1):
-        line = raw.strip()
-        if not line or line.startswith(("#", ";")):
-            continue
-        if line.startswith("[") and line.endswith("]"):
-            section = line[1:-1]
-            continue
-        key, equals, value = line.partition("=")
-        if not equals or raw.rstrip().endswith("\\"):
-            raise ValueError(f"line {number}: not a plain key=value line: {raw!r}")
-        directives.append((section, key.strip(), value.strip()))
-    return directives
-
 
 def values(unit: str, section: str, key: str) -> list[str]:
     return [v for s, k, v in parse_unit((UNITS / unit).read_text()) if (s, k) == (section, key)]
@@ -118,27 +103,7 @@ def value(unit: str, section: str, key: str) -> str:
     return found[0]
 
 
-_SPAN = re.compile(r"(\d+)\s*(ms|s|sec|min|h|d)")
-_SPAN_SECONDS = {"ms": 0.001, "s": 1, "sec": 1, "min": 60, "h": 3600, "d": 86400}
-
-
-def span_seconds(span: str) -> float:
-    """A systemd time span such as '3min' or '1h 30s', in seconds (the units these files use)."""
-    if not re.fullmatch(rf"\s*(?:{_SPAN.pattern}\s*)+", span):
-        raise ValueError(f"not a time span this test understands: {span!r}")
-    return sum(int(n) * _SPAN_SECONDS[unit] for n, unit in _SPAN.findall(span))
-
-
 # -- running systemd-analyze ---------------------------------------------------------------------
-
-
-def memoryd_program() -> str:
-    """The memoryd installed alongside this interpreter (the tests run inside that venv)."""
-    beside = Path(sys.executable).parent / "memoryd"
-    found = str(beside) if beside.exists() else shutil.which("memoryd")
-    if found is None:
-        pytest.fail("memoryd is not installed in this environment")
-    return found
 
 
 @pytest.fixture(scope="module")
@@ -165,26 +130,6 @@ def copies(tmp_path: Path) -> Path:
     return copy_units(tmp_path / "units")
 
 
-def run_analyze(
-    analyze: str, *args: str, cwd: Path, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [analyze, *args],
-        cwd=cwd,
-        env={**os.environ, "SYSTEMD_COLORS": "0", "SYSTEMD_PAGER": "", **(env or {})},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-
-
-def assert_silent(result: subprocess.CompletedProcess[str]) -> None:
-    output = (result.stdout + result.stderr).strip()
-    assert output == "", f"systemd-analyze said:\n{output}"
-    assert result.returncode == 0
-
-
 def exposure(analyze: str, unit: Path) -> float:
     result = run_analyze(
         analyze, "security", "--offline=yes", "--threshold=20", f"./{unit.name}", cwd=unit.parent
@@ -200,7 +145,9 @@ def exposure(analyze: str, unit: Path) -> float:
 
 def test_every_unit_of_the_layout_is_there() -> None:
     present = {str(p.relative_to(UNITS)) for p in UNITS.rglob("*") if p.is_file()}
-    assert present == {*SYSTEM_UNITS, USER_UNIT, QMD_DROP_IN}
+    # The user units of `memoryd share` are checked in test_share_units.py.
+    share_units = {"user/memoryd-share.service", "user/memoryd-share.timer"}
+    assert present == {*SYSTEM_UNITS, USER_UNIT, QMD_DROP_IN, *share_units}
 
 
 def test_the_qmd_drop_in_verifies_and_relaxes_only_what_node_needs(

@@ -87,6 +87,9 @@ def build_parser() -> argparse.ArgumentParser:
     review.add_argument("id", nargs="?", metavar="ID", help="the item's id, e.g. r-1a2b3c4d5e")
     review.add_argument("--json", action="store_true", help="machine-readable list")
     add_reading_commands(subcommands)
+    subcommands.add_parser(
+        "share", help="as an agent's user: let your transcripts' group (memoryd) read them"
+    )
     return parser
 
 

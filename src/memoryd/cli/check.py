@@ -30,6 +30,7 @@ from memoryd.settings import (
     find_api_key,
     state_directory,
 )
+from memoryd.sources.access import unreadable_sources
 from memoryd.state.errors import StateBusyError, StateCorruptError, StateVersionError
 from memoryd.state.facade import DATABASE_FILE_NAME, State
 from memoryd.store.hosts import read_host_record
@@ -53,6 +54,7 @@ def cmd_check(
     report.warnings.extend(_host_warnings(config, environ))
     _check_state(config, environ, report)
     report.problems.extend(_prompt_problems())
+    report.warnings.extend(_unreadable_file_warnings(config))
     if args.online:
         report.problems.extend(_online_problems(config, environ, out))
     _print_report(report, config, out)
@@ -114,6 +116,14 @@ def _print_report(report: CheckReport, config: LoadedConfig, out: TextIO) -> Non
         print(f"{config.path}: configuration OK", file=out)
     else:
         print(f"{config.path}: {len(report.problems)} problem(s)", file=out)
+
+
+def _unreadable_file_warnings(config: LoadedConfig) -> list[str]:
+    """Transcripts this user cannot read, counted per source with the fix. A warning, not a
+    problem: the units run `check` before the daemon starts, and a file shared a minute later
+    (`memoryd-share.timer`) must not keep the daemon from reading everything else. `status`
+    keeps exiting 78 while they last."""
+    return [f"At 'agents': {line}" for _, _, line in unreadable_sources(config.settings)]
 
 
 def _prompt_problems() -> list[str]:

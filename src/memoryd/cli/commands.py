@@ -35,6 +35,7 @@ COMMAND_MODULES: dict[str, tuple[str, str]] = {
     "mcp": ("reading", "cmd_mcp"),
     "forget": ("reading", "cmd_forget"),
     "supersede": ("reading", "cmd_supersede"),
+    "share": ("share", "cmd_share"),
 }
 
 

@@ -1,5 +1,8 @@
 """`memoryd status [--json]` and `memoryd retry` (docs/cli.md): what memoryd is doing and has
 done, and the quarantined chunks put back in the queue.
+
+`status` exits 78 while a source has a file this user cannot read (the heartbeat skips it, so
+nothing of it is filed): each such source is listed with the count and the fix.
 """
 
 from __future__ import annotations
@@ -7,14 +10,15 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Mapping
-from typing import TextIO
+from typing import Any, TextIO
 
 from memoryd.daemon.status import collect_status, render_status
-from memoryd.errors import EXIT_OK
+from memoryd.errors import EXIT_CONFIG, EXIT_OK
 from memoryd.jobs.environment import LOCK_WAIT_SECONDS, Environment, open_state
 from memoryd.jobs.lock import single_writer
 from memoryd.logs import get_logger
 from memoryd.settings import LoadedConfig, state_directory
+from memoryd.sources.access import unreadable_sources
 
 # The events of every command are logged under the command line's one logger name.
 log = get_logger("memoryd.cli")
@@ -24,11 +28,33 @@ def cmd_status(
     args: argparse.Namespace, config: LoadedConfig, environ: Mapping[str, str], out: TextIO
 ) -> int:
     report = collect_status(config.settings, Environment.live(environ))
+    unreadable = _unreadable_files(config)
+    report["unreadable_files"] = unreadable
     if args.json:
         out.write(json.dumps(report, indent=2, sort_keys=True) + "\n")
     else:
         out.write(render_status(report))
-    return EXIT_OK
+        out.writelines(f"UNREADABLE FILES: {item['fix']}\n" for item in unreadable)
+    # A transcript memoryd cannot read is never filed: the operator must act, as for an
+    # unreadable source path.
+    return EXIT_CONFIG if unreadable else EXIT_OK
+
+
+def _unreadable_files(config: LoadedConfig) -> list[dict[str, Any]]:
+    """Per source, the files this user cannot read (the heartbeat skips them with
+    `source.skipped`), their modes and owners, and the fix (`memoryd.sources.access`)."""
+    return [
+        {
+            "source": label,
+            "files": report.files,
+            "unreadable": len(report.unreadable),
+            "owners": sorted({f.owner for f in report.unreadable}),
+            "groups": sorted({f.group for f in report.unreadable}),
+            "modes": sorted({f"{f.mode:04o}" for f in report.unreadable}),
+            "fix": line,
+        }
+        for label, report, line in unreadable_sources(config.settings)
+    ]
 
 
 def cmd_retry(

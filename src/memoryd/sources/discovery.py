@@ -52,6 +52,15 @@ def is_glob(spec: str) -> bool:
     return any(character in _GLOB_CHARACTERS for character in spec)
 
 
+def source_root(spec: str) -> str:
+    """The folder a walk of `spec` never leaves: a glob's fixed leading folder, else `spec`
+    itself (a folder, or a single file), `~` expanded."""
+    spec = os.path.expanduser(spec)
+    if is_glob(spec):
+        return _split_glob(spec)[0]
+    return spec.rstrip(os.sep) or os.sep
+
+
 def discover(spec: str, accepts: Accepts) -> list[str]:
     """Return the files under `spec` that `accepts` keeps, sorted."""
     return survey(spec, accepts).files
