@@ -41,6 +41,8 @@ from memoryd.store.review import count_held_files
 # Enough to ride out a WAL checkpoint; far below anything a person would call waiting.
 STATUS_BUSY_TIMEOUT_MS = 200
 _ERROR_CHARS = 300
+# Skipped files listed one per line in the text status; the JSON has them all.
+_SKIPPED_SHOWN = 5
 
 
 def collect_status(settings: Settings, env: Environment) -> dict[str, Any]:
@@ -291,9 +293,14 @@ def render_status(report: dict[str, Any]) -> str:
             f"source {source['agent']} {source['source']}: {source['files']} files, "
             f"{source['lag_bytes']} bytes not read yet"
         )
+        skipped = list(source.get("skipped", ()))
         lines.extend(
-            f"  skipped {item['path']}: {item['reason']}" for item in source.get("skipped", ())
+            f"  skipped {item['path']}: {item['reason']}" for item in skipped[:_SKIPPED_SHOWN]
         )
+        if len(skipped) > _SKIPPED_SHOWN:
+            lines.append(
+                f"  ... and {len(skipped) - _SKIPPED_SHOWN} more skipped (`memoryd status --json`)"
+            )
     spend = report["spend_today"]
     budget = f"${spend['budget_usd']:.2f}" if spend["budget_usd"] else "no ceiling"
     lines.append(

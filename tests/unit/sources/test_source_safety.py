@@ -382,6 +382,47 @@ def test_status_names_an_unreadable_source_and_what_a_source_skipped(shared_tmp:
     assert f"  skipped {linked / 'out.jsonl'}: {LINK_OUTSIDE}" in text
 
 
+def test_status_text_lists_a_few_skipped_files_and_counts_the_rest() -> None:
+    skipped = [{"path": f"/t/{n}.jsonl", "reason": "Permission denied"} for n in range(40)]
+    source: dict[str, object] = {
+        "agent": "a",
+        "source": "jsonl:/t",
+        "unreadable": None,
+        "files": 40,
+        "lag_bytes": 0,
+        "skipped": skipped,
+    }
+    text = render_status(_bare_report([source]))
+    shown = [line for line in text.splitlines() if line.startswith("  skipped ")]
+    assert shown == [f"  skipped /t/{n}.jsonl: Permission denied" for n in range(5)]
+    assert "  ... and 35 more skipped (`memoryd status --json`)" in text
+
+
+def _bare_report(sources: list[dict[str, object]]) -> dict[str, object]:
+    return {
+        "now": "n",
+        "store": "s",
+        "lock_holder_pid": None,
+        "last_heartbeat": None,
+        "llm_unusable": None,
+        "unfinished_runs": [],
+        "next_runs": {
+            "heartbeat": None,
+            "heartbeat_overdue": False,
+            "rewrite": "r",
+            "rewrite_catch_up_at_start": False,
+        },
+        "sources": sources,
+        "spend_today": {"day": "d", "usd": 0, "budget_usd": 0, "calls": 0, "exhausted": False},
+        "quarantined": [],
+        "failing_chunks": 0,
+        "pending_entities": [],
+        "last_rewrite": {"succeeded_at": None},
+        "review_held": 0,
+        "reading": {"index_failures": 0, "index_paused_until": None, "reads_queued": 0},
+    }
+
+
 def test_a_heartbeat_names_an_unreadable_source_and_exits_78(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
