@@ -20,8 +20,12 @@ import tempfile
 import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
+import anyio
 import pytest
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
 from tests.support.cli import write_config
 from tests.support.reading import child_environment, write_transcript
 
@@ -164,16 +168,22 @@ def test_an_agent_of_memoryds_group_reads_and_its_reads_are_queued(
     assert list((home / ".cache" / "memoryd").glob("*/search.sqlite"))
 
 
+def sandbox(folder: Path) -> list[str]:
+    """The prefix running a command with `folder` mounted read-only, or a skip."""
+    if not shutil.which("unshare"):
+        pytest.skip("unshare is missing")
+    wrap = ["unshare", "-rm", "sh", "-c", READ_ONLY, "sh", str(folder)]
+    probe = subprocess.run([*wrap, "true"], capture_output=True, text=True, check=False)
+    if probe.returncode != 0:
+        pytest.skip(f"the kernel refuses a read-only mount namespace: {probe.stderr.strip()}")
+    return wrap
+
+
 def test_in_a_read_only_sandbox_context_and_search_answer_and_say_reads_were_not_queued(
     tmp_path: Path,
 ) -> None:
     build(tmp_path)
-    if not shutil.which("unshare"):
-        pytest.skip("unshare is missing")
-    wrap = ["unshare", "-rm", "sh", "-c", READ_ONLY, "sh", str(tmp_path)]
-    probe = subprocess.run([*wrap, "true"], capture_output=True, text=True, check=False)
-    if probe.returncode != 0:
-        pytest.skip(f"the kernel refuses a read-only mount namespace: {probe.stderr.strip()}")
+    wrap = sandbox(tmp_path)
     (tmp_path / "state" / "search.sqlite").unlink()  # nothing to reuse: it must be built
     environ = child_environment(tmp_path / "home")  # a home that does not exist either
     environ["XDG_CACHE_HOME"] = str(tmp_path / "cache")
@@ -194,3 +204,38 @@ def test_in_a_read_only_sandbox_context_and_search_answer_and_say_reads_were_not
     seen = events(search.stderr)
     assert seen["search.served"]["reads_queued"] is False and "reads.not_recorded" in seen
     assert sorted(str(path) for path in tmp_path.rglob("*")) == before  # nothing written
+
+
+async def _mcp_session(folder: Path, wrap: list[str]) -> dict[str, Any]:
+    server = StdioServerParameters(
+        command=wrap[0],
+        args=[*wrap[1:], sys.executable, "-m", "memoryd", "--config", "memoryd.toml", "mcp"],
+        env={**child_environment(folder / "home"), "XDG_CACHE_HOME": str(folder / "cache")},
+        cwd=str(folder),
+    )
+    with (folder.parent / "mcp-stderr.log").open("w", encoding="utf-8") as errors:
+        async with (
+            stdio_client(server, errlog=errors) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            search = await session.call_tool("search", {"query": "Lisbon"})
+            context = await session.call_tool("context", {})
+            remember = await session.call_tool("remember", {"text": "Likes tea"})
+    return {"search": search, "context": context, "remember": remember}
+
+
+def test_in_a_read_only_sandbox_the_mcp_tools_answer_and_say_reads_were_not_queued(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "tree"
+    folder.mkdir()
+    build(folder)
+    wrap = sandbox(folder)
+    seen = anyio.run(_mcp_session, folder, wrap)
+    search, context = seen["search"], seen["context"]
+    assert not search.is_error and search.structured_content["hits"][0]["id"] == "jane-doe-002"
+    assert search.structured_content["reads"]["queued"] is False
+    assert not context.is_error and "Jane Doe" in context.structured_content["text"]
+    assert context.structured_content["reads"]["queued"] is False
+    assert seen["remember"].is_error  # nowhere to queue it: said, not pretended
