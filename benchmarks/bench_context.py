@@ -33,11 +33,13 @@ from memoryd.store.entities import Entity, render_metadata
 from memoryd.store.items import Fact, FactSource, render_items
 from memoryd.store.layout import init_store
 from memoryd.store.notes import note_path
+from memoryd.store.skills import INDEX_FILE
 
 DATA = Path(tempfile.gettempdir()) / "memoryd-bench" / "context"
 ENTITIES = 12
 FACTS_PER_ENTITY = 8
 NOTE_DAYS = 7
+HABITS = 40
 PREVIEW_CHARS = 2000
 LIMITS = {"claude-code": ("characters", 10_000), "codex": ("tokens", 2_500)}
 # (format asked for, harness that loads it): the plain bundle is what hooks printed before the
@@ -65,12 +67,12 @@ def generate(root: Path, today: date) -> None:
     habits = [
         f"- Habit {number}: prefers short answers, cites files by path, runs `make check` before "
         f"pushing, and asks before touching production database number {number}."
-        for number in range(1, 41)
+        for number in range(1, HABITS + 1)
     ]
     (store / "MEMORY.md").write_text("# How the user works\n\n" + "\n".join(habits) + "\n")
     skills = store / "agents" / "ops"
     skills.mkdir(parents=True, exist_ok=True)
-    (skills / "skills.md").write_text(
+    (skills / INDEX_FILE).write_text(
         "# Skills of ops\n\n"
         + "\n".join(f"- deploy step {n}: run `make deploy-{n}` then check logs" for n in range(12))
         + "\n"
@@ -164,9 +166,12 @@ def main(argv: list[str]) -> int:
         within = (chars if unit == "characters" else tokens) < limit
         model_sees = text if within else text[:PREVIEW_CHARS]
         sections = model_sees.count("\n## ")
+        entities = model_sees.count("## Person ")
+        habits = model_sees.count("- Habit ")
         print(
             f"{label:26} {chars:6} chars {tokens:5} tokens(worst), limit {limit:6} {unit:10} "
-            f"{'within' if within else 'OVER':6} sections seen {sections:2} "
+            f"{'within' if within else 'OVER':6} sections seen {sections:2}, entities "
+            f"{entities:2}/{ENTITIES}, MEMORY.md lines {habits:2}/{HABITS}, "
             f"last entity {'yes' if last_entity in model_sees else 'no':3} "
             f"today's note {'yes' if note_path(today) in model_sees else 'no'}"
         )
