@@ -24,10 +24,18 @@ from memoryd.errors import EXIT_OK
 pytestmark = pytest.mark.slow
 
 
-def _text(result: Any) -> str:
+def _object(result: Any) -> dict[str, Any]:
+    """A tool's answer: an object in structuredContent, the same JSON as text."""
     assert not result.is_error, result
+    assert isinstance(result.structured_content, dict), result
     blocks = [block.text for block in result.content if isinstance(block, TextContent)]
-    return "".join(blocks)
+    assert json.loads("".join(blocks)) == result.structured_content
+    return dict(result.structured_content)
+
+
+def _error(result: Any) -> str:
+    assert result.is_error, result
+    return "".join(block.text for block in result.content if isinstance(block, TextContent))
 
 
 async def _session(folder: Path) -> dict[str, Any]:
@@ -46,28 +54,19 @@ async def _session(folder: Path) -> dict[str, Any]:
             initialized = await session.initialize()
             seen["server"] = initialized.server_info.name
             tools = await session.list_tools()
-            seen["tools"] = sorted(tool.name for tool in tools.tools)
-            seen["search"] = json.loads(
-                _text(await session.call_tool("search", {"query": "Lisbon"}))
-            )
-            seen["entity"] = json.loads(
-                _text(await session.call_tool("get_entity", {"ref": "people/jane-doe"}))
-            )
-            seen["missing"] = json.loads(
-                _text(await session.call_tool("get_entity", {"ref": "nobody"}))
-            )
-            seen["context"] = _text(await session.call_tool("context", {}))
-            seen["remember"] = json.loads(
-                _text(
-                    await session.call_tool(
-                        "remember",
-                        {"text": "Moved to Porto", "entity": "Jane Doe", "kind": "person"},
-                    )
+            seen["tools"] = {tool.name: tool for tool in tools.tools}
+            call = session.call_tool
+            seen["search"] = _object(await call("search", {"query": "Lisbon"}))
+            seen["bad_kind"] = _error(await call("search", {"query": "x", "kinds": ["nope"]}))
+            seen["entity"] = _object(await call("get_entity", {"ref": "people/jane-doe"}))
+            seen["missing"] = _error(await call("get_entity", {"ref": "nobody"}))
+            seen["context"] = _object(await call("context", {}))
+            seen["remember"] = _object(
+                await call(
+                    "remember", {"text": "Moved to Porto", "entity": "Jane Doe", "kind": "person"}
                 )
             )
-            seen["bad"] = json.loads(
-                _text(await session.call_tool("remember", {"text": "   ", "entity": None}))
-            )
+            seen["bad"] = _error(await call("remember", {"text": "   ", "entity": None}))
     return seen
 
 
@@ -81,16 +80,24 @@ def test_an_mcp_client_searches_reads_and_remembers(tmp_path: Path) -> None:
     seen = anyio.run(_session, tmp_path)
 
     assert seen["server"] == "memoryd"
-    assert seen["tools"] == ["context", "get_entity", "remember", "search"]
-    assert seen["search"][0]["id"] == "jane-doe-002"
-    assert seen["search"][0]["path"] == f"{JANE}/items.json"
+    tools = seen["tools"]
+    assert sorted(tools) == ["context", "get_entity", "remember", "search"]
+    assert tools["context"].description.startswith("Call once at the start of a task")
+    assert all(tool.description.startswith("Call ") for tool in tools.values())
+    assert all(tool.output_schema["type"] == "object" for tool in tools.values())
+    assert tools["search"].annotations.read_only_hint is True
+    assert seen["search"]["hits"][0]["id"] == "jane-doe-002"
+    assert seen["search"]["hits"][0]["path"] == f"{JANE}/items.json"
+    assert seen["search"]["reads"] == {"facts": 1, "queued": True, "error": None}
+    assert "nope" in seen["bad_kind"]
     assert seen["entity"]["ref"] == "people/jane-doe"
     assert [fact["id"] for fact in seen["entity"]["facts"]] == ["jane-doe-001", "jane-doe-002"]
     assert seen["entity"]["summary"].startswith("# Jane Doe")
-    assert "no entity 'nobody'" in seen["missing"]["error"]
-    assert seen["context"].startswith("# Memory for ops, ")
+    assert "no entity 'nobody'" in seen["missing"] and "`search`" in seen["missing"]
+    assert seen["context"]["text"].startswith("# Memory for ops, ")
+    assert seen["context"]["reads"]["queued"] is True
     assert seen["remember"] == {"queued": True, "filed_by": "the next heartbeat"}
-    assert seen["bad"]["queued"] is False
+    assert "nothing to remember" in seen["bad"]
     # Read-only: the MCP process committed and wrote nothing in the store.
     assert git(tmp_path, "rev-parse", "HEAD") == head
     assert git(tmp_path, "status", "--porcelain") == ""

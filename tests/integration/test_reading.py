@@ -137,3 +137,17 @@ def test_init_runs_the_index_init_commands_once(tmp_path: Path) -> None:
     assert "index.init_commands: 1 of 1 succeeded" in first.stdout
     assert memoryd(tmp_path, "init").returncode == EXIT_OK
     assert (tmp_path / "store" / "collection").read_text(encoding="utf-8") == "added\n"
+
+
+def test_context_prints_what_each_hook_takes(filed: Path) -> None:
+    plain = memoryd(filed, "context", "--agent", "ops").stdout
+    claude = memoryd(filed, "context", "--agent", "ops", "--format", "claude-code")
+    assert claude.returncode == EXIT_OK and claude.stdout == plain  # small: nothing to cut
+    codex = json.loads(memoryd(filed, "context", "--agent", "ops", "--format", "codex").stdout)
+    assert codex == {
+        "hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": plain}
+    }
+    shown = json.loads(memoryd(filed, "context", "--agent", "ops", "--format", "json").stdout)
+    assert shown["text"] == plain and shown["reads"]["queued"] is True
+    assert shown["left_out"] == [] and shown["chars"] == len(plain)
+    assert memoryd(filed, "context", "--agent", "ops", "--format", "xml").returncode == 2

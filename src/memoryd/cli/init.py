@@ -11,6 +11,7 @@ from typing import TextIO
 from memoryd.errors import EXIT_OK, ConfigError
 from memoryd.jobs.hooks import run_init_commands
 from memoryd.logs import get_logger
+from memoryd.reading.accesses import prepare_state_directory
 from memoryd.settings import LoadedConfig, check_environment, state_directory
 from memoryd.store.layout import init_store
 
@@ -41,6 +42,9 @@ def cmd_init(
         print(f"initialised the store at {store.path} (commit {result.commit[:12]})", file=out)
     else:
         print(f"the store at {store.path} is already initialised; nothing changed", file=out)
+    # The state directory and the group's queue folder, so that agents' reads are queued
+    # before the daemon has run (operator's guide 2.6).
+    prepare_state_directory(state_directory(config.settings, environ))
     log.info("init.finished", store=str(store.path), commit=result.commit)
 
     ran = run_init_commands(config.settings, store.path, state_directory(config.settings, environ))

@@ -1,13 +1,19 @@
 """`memoryd mcp`: a stdio MCP server, on the official MCP Python SDK, for agents to read memory.
 
-Tools:
+Tools, each described to the model by when to call it:
 
+- `context(routine, budget)`: the agent's start-of-run bundle (`memoryd context`);
 - `search(query, limit, kinds)`: the store's full-text search, decay-ranked (`memoryd search`);
 - `get_entity(ref)`: an entity's summary and all its facts, with status and tier (by ref, name
   or alias);
-- `context(routine, budget)`: the agent's start-of-run bundle (`memoryd context`);
 - `remember(text, entity, kind)`: queue a memory for the next heartbeat, which files it through
   the normal pipeline, under the lock, in its commit (`memoryd.reading.remember`).
+
+Each tool answers with an object (`structuredContent`, with an output schema, and the same
+JSON as text for clients that read only text). A failure the model can act on (no such entity,
+an unknown kind, a memory with no words) is a tool error (`isError: true`) whose text says what
+to do. What a reader returns is queued as read for its agent; `reads` in each answer says
+whether that worked (a read-only state directory cannot queue, and the answer is given anyway).
 
 The server is read-only with respect to the store: it never takes the writer's lock nor writes
 a store file, so any number may run beside the daemon. What it returns counts as read by its
@@ -17,18 +23,20 @@ logs go to stderr as for every command.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
-from dataclasses import asdict
-from typing import Any
+from typing import Any, Literal
 
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+from pydantic import BaseModel, Field
 
 from memoryd import __version__
 from memoryd.errors import MemorydError
 from memoryd.jobs.environment import Environment
-from memoryd.jobs.reading import agent_context, entity_view, search_store
+from memoryd.jobs.reading import agent_context, entity_view, find
 from memoryd.logs import get_logger
+from memoryd.reading.accesses import QueuedReads
 from memoryd.reading.context import DEFAULT_BUDGET
 from memoryd.reading.remember import queue_memory
 from memoryd.settings import LoadedConfig, Settings, state_directory
@@ -41,6 +49,71 @@ INSTRUCTIONS = (
     "before answering from assumption, `get_entity` for everything about one entity, and "
     "`remember` for something worth keeping (it is filed by the next heartbeat)."
 )
+_READ_ONLY = ToolAnnotations(readOnlyHint=True, openWorldHint=False)
+Kind = Literal["fact", "summary", "note", "skill", "tacit"]  # memoryd.reading.search.KINDS
+
+
+class Reads(BaseModel):
+    """Whether the facts returned were queued to be counted as read."""
+
+    facts: int = Field(description="facts returned, to be counted as read")
+    queued: bool = Field(description="false: not counted (the state directory is not writable)")
+    error: str | None = None
+
+    @classmethod
+    def of(cls, reads: QueuedReads) -> Reads:
+        return cls(facts=reads.facts, queued=reads.queued, error=reads.error)
+
+
+class SearchHit(BaseModel):
+    kind: str = Field(description="fact, summary, note, skill or tacit")
+    id: str = Field(description="the fact's id (for a fact)")
+    ref: str | None = Field(description="the entity, for get_entity")
+    path: str
+    line: int
+    text: str
+    status: str | None = Field(description="active, superseded or retracted (facts)")
+    tier: str = Field(description="hot, warm, cold, or inactive (superseded or retracted)")
+    score: float
+
+
+class SearchResult(BaseModel):
+    hits: list[SearchHit] = Field(description="best first")
+    reads: Reads
+
+
+class EntityFact(BaseModel):
+    id: str
+    fact: str
+    category: str
+    timestamp: str
+    status: str
+    supersededBy: str | None  # the store's own field name
+    tier: str | None
+
+
+class EntityResult(BaseModel):
+    ref: str
+    name: str
+    kind: str
+    status: str
+    path: str
+    summary: str
+    facts: list[EntityFact]
+    reads: Reads
+
+
+class ContextResult(BaseModel):
+    text: str = Field(description="the Markdown bundle")
+    tokens: int
+    cut: list[str] = Field(description="files only partly included")
+    left_out: list[str] = Field(description="files left out to fit the budget")
+    reads: Reads
+
+
+class RememberResult(BaseModel):
+    queued: bool
+    filed_by: str = Field(description="when it becomes a memory")
 
 
 def build_server(settings: Settings, env: Environment, *, agent: str) -> MCPServer[Any]:
@@ -50,48 +123,79 @@ def build_server(settings: Settings, env: Environment, *, agent: str) -> MCPServ
     )
 
     @server.tool(
-        name="search",
-        description="Full-text search of the memory, recent and often-used first. kinds: any "
-        "of fact, summary, note, skill, tacit (default all). Each hit has its id, entity ref, "
-        "file path and line; superseded or retracted facts are marked.",
-    )
-    def search(query: str, limit: int = 10, kinds: list[str] | None = None) -> str:
-        hits = search_store(
-            settings, env, query, agent=agent, limit=max(1, min(limit, 50)), kinds=kinds or ()
-        )
-        log.info("mcp.search", agent=agent, hits=len(hits))
-        return json.dumps([hit.to_json() for hit in hits], indent=1, sort_keys=True)
-
-    @server.tool(
-        name="get_entity",
-        description="One entity's summary and all its facts (id, text, status, tier), by ref "
-        "such as people/jane-doe, or by name.",
-    )
-    def get_entity(ref: str) -> str:
-        try:
-            view = entity_view(settings, env, ref, agent=agent)
-        except MemorydError as error:
-            return json.dumps({"error": str(error)})
-        return json.dumps(asdict(view), indent=1, sort_keys=True)
-
-    @server.tool(
         name="context",
-        description="The start-of-run memory bundle for this agent: how the user works, its "
-        "skills, the summaries of the most active entities, today's and yesterday's notes.",
+        annotations=_READ_ONLY,
+        description="Call once at the start of a task, before anything else: the user's memory "
+        "for this agent, in Markdown: how the user works, this agent's skills (and a routine's "
+        "with `routine`), the summaries of the most active people, companies and projects, and "
+        "today's and yesterday's notes, cut to `budget` tokens. Its last line names what was "
+        "left out; fetch that with `search` or `get_entity`.",
     )
-    def context(routine: str | None = None, budget: int = DEFAULT_BUDGET) -> str:
+    def context(routine: str | None = None, budget: int = DEFAULT_BUDGET) -> ContextResult:
         bundle = agent_context(
             settings, env, agent=agent, routine=routine, budget=max(200, min(budget, 50_000))
         )
-        return bundle.text
+        log.info("mcp.context", agent=agent, tokens=bundle.tokens, reads=bundle.reads.queued)
+        return ContextResult(
+            text=bundle.text,
+            tokens=bundle.tokens,
+            cut=bundle.cut,
+            left_out=bundle.left_out,
+            reads=Reads.of(bundle.reads),
+        )
+
+    @server.tool(
+        name="search",
+        annotations=_READ_ONLY,
+        description="Call before answering from assumption about a person, company, project, "
+        "decision or past event, and when `context` left something out: full-text search of "
+        "the memory, recent and often-used first. `kinds`: any of fact, summary, note, skill, "
+        "tacit (default all). Each hit has its fact id, entity ref (for `get_entity`), file "
+        "and line; superseded or retracted facts are found and marked.",
+    )
+    def search(query: str, limit: int = 10, kinds: list[Kind] | None = None) -> SearchResult:
+        found = find(
+            settings, env, query, agent=agent, limit=max(1, min(limit, 50)), kinds=kinds or ()
+        )
+        log.info("mcp.search", agent=agent, hits=len(found.hits), reads=found.reads.queued)
+        return SearchResult(
+            hits=[SearchHit.model_validate(hit.to_json()) for hit in found.hits],
+            reads=Reads.of(found.reads),
+        )
+
+    @server.tool(
+        name="get_entity",
+        annotations=_READ_ONLY,
+        description="Call when the task involves one person, company, project, area or "
+        "resource and you need all that is known: its summary and every fact (id, text, "
+        "status, tier), by ref such as people/jane-doe (from `search` or `context`), or by "
+        "name.",
+    )
+    def get_entity(ref: str) -> EntityResult:
+        try:
+            view = entity_view(settings, env, ref, agent=agent)
+        except MemorydError as error:
+            raise ToolError(f"{error} Call `search` to find the entity's ref.") from error
+        return EntityResult(
+            ref=view.ref,
+            name=view.name,
+            kind=view.kind,
+            status=view.status,
+            path=view.path,
+            summary=view.summary,
+            facts=[EntityFact.model_validate(fact) for fact in view.facts],
+            reads=Reads.of(view.reads),
+        )
 
     @server.tool(
         name="remember",
-        description="Ask memoryd to keep something. With entity (a name) and kind (person, "
-        "company, project, area or resource) it becomes a fact of that entity; without, a note "
-        "of the day. Filed by the next heartbeat, not at once.",
+        annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=False),
+        description="Call when the user states something worth keeping beyond this task (a "
+        "fact about a person, company or project, a decision, a preference): with `entity` "
+        "(its name) and `kind` (person, company, project, area or resource) it becomes a fact "
+        "of that entity; without, a note of the day. Filed by the next heartbeat, not at once.",
     )
-    def remember(text: str, entity: str | None = None, kind: str | None = None) -> str:
+    def remember(text: str, entity: str | None = None, kind: str | None = None) -> RememberResult:
         try:
             path = queue_memory(
                 state_directory(settings, env.environ),
@@ -103,9 +207,9 @@ def build_server(settings: Settings, env: Environment, *, agent: str) -> MCPServ
             )
         except (MemorydError, OSError) as error:
             log.warning("mcp.not_remembered", agent=agent, reason=str(error))
-            return json.dumps({"queued": False, "error": str(error)})
+            raise ToolError(f"not queued: {error}") from error
         log.info("mcp.remembered", agent=agent, path=str(path))
-        return json.dumps({"queued": True, "filed_by": "the next heartbeat"})
+        return RememberResult(queued=True, filed_by="the next heartbeat")
 
     return server
 

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from memoryd.settings import LoadedConfig
 
 SEARCH_KINDS = ("fact", "summary", "note", "skill", "tacit")
+CONTEXT_FORMATS = ("plain", "claude-code", "codex", "json")  # memoryd.reading.formats
 DEFAULT_AGENT = "cli"
 
 
@@ -36,6 +37,13 @@ def add_reading_commands(subcommands: argparse._SubParsersAction[Any]) -> None:
     context.add_argument("--routine", metavar="R", help="also the routine's skills file")
     context.add_argument(
         "--budget", type=_positive, default=4000, metavar="TOKENS", help="default: 4000"
+    )
+    context.add_argument(
+        "--format",
+        choices=CONTEXT_FORMATS,
+        default="plain",
+        help="plain Markdown (default); what a Claude Code or Codex SessionStart hook prints, "
+        "kept under that harness's limit; or JSON with what was left out and queued",
     )
     search = subcommands.add_parser("search", help="full-text search of the store, decay-ranked")
     search.add_argument("query", metavar="QUERY")
@@ -66,6 +74,7 @@ def cmd_context(
     from memoryd.jobs.environment import Environment  # noqa: PLC0415
     from memoryd.jobs.reading import agent_context  # noqa: PLC0415
     from memoryd.logs import get_logger  # noqa: PLC0415
+    from memoryd.reading.formats import render  # noqa: PLC0415
 
     bundle = agent_context(
         config.settings,
@@ -73,15 +82,31 @@ def cmd_context(
         agent=args.agent,
         routine=args.routine,
         budget=args.budget,
+        output_format=args.format,
     )
-    out.write(bundle.text)
+    metadata = {
+        "agent": args.agent,
+        "budget": args.budget,
+        "chars": bundle.chars,
+        "cut": bundle.cut,
+        "facts": bundle.fact_ids,
+        "included": bundle.included,
+        "left_out": bundle.left_out,
+        "reads": bundle.reads.to_json(),
+        "tokens": bundle.tokens,
+    }
+    out.write(render(args.format, bundle.text, metadata))
     get_logger("memoryd.cli").info(
         "context.served",
         agent=args.agent,
+        format=args.format,
         tokens=bundle.tokens,
+        chars=bundle.chars,
         sections=len(bundle.included),
+        cut=len(bundle.cut),
         left_out=len(bundle.left_out),
         facts=len(bundle.fact_ids),
+        reads_queued=bundle.reads.queued,
     )
     return EXIT_OK
 
@@ -91,10 +116,10 @@ def cmd_search(
 ) -> int:
     from memoryd.errors import EXIT_OK  # noqa: PLC0415
     from memoryd.jobs.environment import Environment  # noqa: PLC0415
-    from memoryd.jobs.reading import search_store  # noqa: PLC0415
+    from memoryd.jobs.reading import find  # noqa: PLC0415
     from memoryd.logs import get_logger  # noqa: PLC0415
 
-    hits = search_store(
+    found = find(
         config.settings,
         Environment.live(environ),
         args.query,
@@ -102,7 +127,10 @@ def cmd_search(
         limit=args.limit,
         kinds=tuple(args.kind or ()),
     )
+    hits = found.hits
     if args.json:
+        # An array, as agents parse it (docs/agents.md); whether the reads were queued is in
+        # the `search.served` event (and `reads.not_recorded` when not).
         out.write(json.dumps([hit.to_json() for hit in hits], indent=2, sort_keys=True) + "\n")
     else:
         for hit in hits:
@@ -112,7 +140,9 @@ def cmd_search(
             out.write(f"{label}{status} [{hit.tier}] {hit.ref or '-'} {where}\n    {hit.text}\n")
         if not hits:
             out.write("no match\n")
-    get_logger("memoryd.cli").info("search.served", agent=args.agent, hits=len(hits))
+    get_logger("memoryd.cli").info(
+        "search.served", agent=args.agent, hits=len(hits), reads_queued=found.reads.queued
+    )
     return EXIT_OK
 
 

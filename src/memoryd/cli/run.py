@@ -11,7 +11,8 @@ from memoryd.daemon.notify import Notifier
 from memoryd.errors import EXIT_FAILED, ConfigError, TransientError
 from memoryd.jobs.environment import Environment
 from memoryd.logs import get_logger
-from memoryd.settings import LoadedConfig, check_environment
+from memoryd.reading.accesses import prepare_state_directory
+from memoryd.settings import LoadedConfig, check_environment, state_directory
 
 # The events of every command are logged under the command line's one logger name.
 log = get_logger("memoryd.cli")
@@ -26,6 +27,8 @@ def cmd_run(
         raise ConfigError(config.path, report.problems)
     for warning in report.warnings:
         log.warning("config.warning", path=str(config.path), warning=warning)
+    # Agents of memoryd's group queue their reads from their first one (operator's guide 2.6).
+    prepare_state_directory(state_directory(config.settings, environ))
     # Looked up on the module at each run, so that a test can stand in for the daemon.
     daemon = scheduler.Daemon(config, Environment.live(environ, long_lived=True), Notifier(environ))
     try:

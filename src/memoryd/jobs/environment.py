@@ -64,7 +64,9 @@ def open_state(
     store), a file that is not a usable state database is moved aside, logged
     (`state.discarded`), and a new one started: the store is the truth and rebuilds it."""
     directory = state_directory(settings, env.environ)
-    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    # The umask's permissions (0750 under the unit's UMask=0027): memoryd's group passes through
+    # to the read queue; the database itself is created 0600.
+    directory.mkdir(parents=True, exist_ok=True)
     path = directory / DATABASE_FILE_NAME
     try:
         state = State.open(path)

@@ -3,6 +3,10 @@
 Each call reads the store's files as they are (no git, no writer's lock, no model), answers,
 and queues the facts it returned as read by the agent (`memoryd.reading.accesses`), for the next
 heartbeat to count. Used by the `context` and `search` commands and by the MCP server.
+
+A reader needs to write nothing: the search index is kept in the state directory when it can
+be written, else in the reader's cache, else built in memory for the one answer; a read that
+cannot be queued is logged and reported in the answer (`QueuedReads`), and the answer is given.
 """
 
 from __future__ import annotations
@@ -10,18 +14,20 @@ from __future__ import annotations
 import hashlib
 import os
 import sqlite3
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import date
 from pathlib import Path
+from typing import TypeVar
 
 from memoryd.errors import MemorydError, StoreError
 from memoryd.jobs.environment import Environment
 from memoryd.jobs.lock import after_unlock
 from memoryd.logs import get_logger
-from memoryd.reading.accesses import record_reads
+from memoryd.reading.accesses import QueuedReads, record_reads
 from memoryd.reading.context import DEFAULT_BUDGET, MAX_ENTITIES, Bundle, build_bundle
 from memoryd.reading.files import ReadOnlyStore
+from memoryd.reading.formats import ceiling_for, limit_name
 from memoryd.reading.search import INDEX_FILE_NAME, Hit, SearchIndex
 from memoryd.settings import Settings, state_directory
 from memoryd.store.catalog import EntityCatalog
@@ -29,6 +35,7 @@ from memoryd.store.items import parse_items
 from memoryd.store.tiers import TierRule, describe
 
 log = get_logger(__name__)
+_T = TypeVar("_T")
 
 
 def search_index_folder(settings: Settings, env: Environment) -> Path:
@@ -40,10 +47,36 @@ def search_index_folder(settings: Settings, env: Environment) -> Path:
     writable = os.access(index, os.W_OK) if index.exists() else os.access(state_dir, os.W_OK)
     if writable or not state_dir.exists():
         return state_dir
+    return _cache_folder(settings, env)
+
+
+def _cache_folder(settings: Settings, env: Environment) -> Path:
     home = Path(env.environ.get("HOME") or Path.home())
     cache = Path(env.environ.get("XDG_CACHE_HOME") or home / ".cache")
     store_key = hashlib.sha256(str(settings.store.path).encode("utf-8")).hexdigest()[:16]
     return cache / "memoryd" / store_key
+
+
+def _with_index(settings: Settings, env: Environment, action: Callable[[SearchIndex], _T]) -> _T:
+    """`action` on the search index brought up to date, kept where a reader can keep it (module
+    docstring): a folder that cannot be used is logged and the next one tried."""
+    state_dir = state_directory(settings, env.environ)
+    places: list[Path | None] = []
+    if state_dir.is_dir():  # a reader never makes the state directory
+        places.append(search_index_folder(settings, env))
+    places += [_cache_folder(settings, env), None]
+    for folder in dict.fromkeys(places):
+        try:
+            with SearchIndex.open(folder, settings.store.path) as index:
+                index.refresh(
+                    tacit_file=settings.store.tacit_file, skills_dir=settings.store.skills_dir
+                )
+                return action(index)
+        except (OSError, sqlite3.OperationalError) as error:
+            if folder is None:
+                raise
+            log.info("search.index_elsewhere", folder=str(folder), reason=str(error))
+    raise AssertionError("unreachable")  # pragma: no cover - the last place is memory
 
 
 def today_for(settings: Settings, env: Environment) -> date:
@@ -59,13 +92,17 @@ def agent_context(
     routine: str | None = None,
     budget: int = DEFAULT_BUDGET,
     record: bool = True,
+    output_format: str = "plain",
 ) -> Bundle:
-    """The agent's start-of-run bundle; the facts its summaries cite are queued as read."""
+    """The agent's start-of-run bundle, within the ceiling of `output_format`
+    (`memoryd.reading.formats`); the facts its summaries cite are queued as read."""
     today = today_for(settings, env)
     rule = TierRule.from_settings(settings.decay)
-    with SearchIndex.open(search_index_folder(settings, env), settings.store.path) as index:
-        index.refresh(tacit_file=settings.store.tacit_file, skills_dir=settings.store.skills_dir)
-        hottest = index.hottest_entities(today=today, rule=rule, limit=MAX_ENTITIES)
+    hottest = _with_index(
+        settings,
+        env,
+        lambda index: index.hottest_entities(today=today, rule=rule, limit=MAX_ENTITIES),
+    )
     bundle = build_bundle(
         ReadOnlyStore(settings.store.path),
         agent=agent,
@@ -76,12 +113,22 @@ def agent_context(
         skills_dir=settings.store.skills_dir,
         budget=budget,
         hottest=hottest,
+        ceiling=ceiling_for(output_format),
+        limit_label=limit_name(output_format),
     )
     if record:
-        record_reads(
+        bundle.reads = record_reads(
             state_directory(settings, env.environ), bundle.fact_ids, agent=agent, day=today
         )
     return bundle
+
+
+@dataclass(frozen=True)
+class Found:
+    """A search's hits and whether the facts among them were queued as read."""
+
+    hits: list[Hit]
+    reads: QueuedReads
 
 
 def search_store(
@@ -94,23 +141,34 @@ def search_store(
     kinds: Sequence[str] = (),
     record: bool = True,
 ) -> list[Hit]:
+    """The best hits for `query` (`find`)."""
+    return find(settings, env, query, agent=agent, limit=limit, kinds=kinds, record=record).hits
+
+
+def find(
+    settings: Settings,
+    env: Environment,
+    query: str,
+    *,
+    agent: str,
+    limit: int = 10,
+    kinds: Sequence[str] = (),
+    record: bool = True,
+) -> Found:
     """The best hits for `query` (the index brought up to date first); fact hits are queued as
     read by `agent`."""
     today = today_for(settings, env)
-    state_dir = state_directory(settings, env.environ)
-    with SearchIndex.open(search_index_folder(settings, env), settings.store.path) as index:
-        index.refresh(tacit_file=settings.store.tacit_file, skills_dir=settings.store.skills_dir)
-        hits = index.search(
-            query,
-            today=today,
-            rule=TierRule.from_settings(settings.decay),
-            limit=limit,
-            kinds=kinds,
-        )
+    rule = TierRule.from_settings(settings.decay)
+    hits = _with_index(
+        settings,
+        env,
+        lambda index: index.search(query, today=today, rule=rule, limit=limit, kinds=kinds),
+    )
+    reads = QueuedReads(0, queued=True)
     if record:
         facts = [hit.id for hit in hits if hit.kind == "fact"]
-        record_reads(state_dir, facts, agent=agent, day=today)
-    return hits
+        reads = record_reads(state_directory(settings, env.environ), facts, agent=agent, day=today)
+    return Found(hits, reads)
 
 
 def refresh_search_index(
@@ -152,6 +210,7 @@ class EntityView:
     path: str
     summary: str
     facts: list[dict[str, object]]
+    reads: QueuedReads = field(default_factory=lambda: QueuedReads(0, queued=True))
 
 
 def entity_view(
@@ -190,5 +249,6 @@ def entity_view(
     )
     if record:
         active = [fact.id for fact in facts if fact.status == "active"]
-        record_reads(state_directory(settings, env.environ), active, agent=agent, day=today)
+        reads = record_reads(state_directory(settings, env.environ), active, agent=agent, day=today)
+        view = replace(view, reads=reads)
     return view

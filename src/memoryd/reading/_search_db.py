@@ -33,10 +33,16 @@ CREATE VIRTUAL TABLE IF NOT EXISTS docs USING fts5(
 """
 
 
-def connect(path: Path) -> sqlite3.Connection:
-    """The index database, set up; a file that is not a usable index is started afresh."""
+def connect(path: Path | None) -> sqlite3.Connection:
+    """The index database, set up; a file that is not a usable index is started afresh. None:
+    an index in memory, for a reader with nowhere to keep one. Raise sqlite3.OperationalError
+    when the file cannot be opened or written (permissions, a read-only file system)."""
     for attempt in range(2):
-        connection = sqlite3.connect(path, timeout=_BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+        connection = sqlite3.connect(
+            ":memory:" if path is None else path,
+            timeout=_BUSY_TIMEOUT_MS / 1000,
+            isolation_level=None,
+        )
         try:
             connection.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
             connection.execute("PRAGMA journal_mode = WAL")
@@ -45,9 +51,12 @@ def connect(path: Path) -> sqlite3.Connection:
             connection.execute(
                 "INSERT OR IGNORE INTO meta(key, value) VALUES ('version', ?)", (SCHEMA_VERSION,)
             )
+        except sqlite3.OperationalError:
+            connection.close()
+            raise  # not a damaged index: a file this process cannot use, left alone
         except sqlite3.DatabaseError as error:
             connection.close()
-            if attempt:
+            if attempt or path is None:
                 raise
             log.warning("search.index_rebuilt", path=str(path), reason=str(error))
             for suffix in ("", "-wal", "-shm"):

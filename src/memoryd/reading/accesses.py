@@ -14,10 +14,14 @@ directory) loses some access bumps, never a memory, and never counts anything tw
 that was counted is in the store.
 
 Permissions: agents usually run as other users, in memoryd's group (operator's guide 2.6). The
-`queue/` folder is made group-writable and setgid (`2770`) and its files group-writable (`0660`),
-whatever the umask, so that a group member can queue reads; nothing else in the state directory
-is writable by the group. A reader that still cannot queue (not in the group) logs
-`reads.not_recorded` and answers anyway: reads that are not counted cost only some decay.
+state directory is made with the umask's permissions (`0750` under the unit's `UMask=0027`), so
+the group can pass through it, and `prepare_state_directory` (at `init` and when the daemon
+starts) makes the `queue/` folder group-writable and setgid (`2770`) whatever the umask, its
+files group-writable (`0660`), so that a group member can queue reads before any memoryd process
+has; nothing else in the state directory is writable by the group, and the state database stays
+`0600`. A reader that cannot queue (not in the group, a read-only state directory, one it cannot
+create) logs `reads.not_recorded`, says so in its answer
+(`QueuedReads`) and answers anyway: reads that are not counted cost only some decay.
 
 Concurrency: a reader opens the queue in append mode and holds a shared `flock` while writing;
 after writing it checks that the file it wrote is still the queue (the heartbeat may have
@@ -49,12 +53,31 @@ CLAIMED_PREFIX: Final = "reads-claimed-"
 Read = tuple[str, str, date]  # (fact id, agent, day)
 
 
+@dataclass(frozen=True)
+class QueuedReads:
+    """Whether the facts a reader returned were queued to be counted (module docstring)."""
+
+    facts: int
+    queued: bool
+    error: str | None = None
+
+    def to_json(self) -> dict[str, object]:
+        return {"error": self.error, "facts": self.facts, "queued": self.queued}
+
+
+def prepare_state_directory(state_dir: Path) -> Path:
+    """Make the state directory (the umask's permissions) and its group-writable queue folder
+    when missing (module docstring); return the queue folder."""
+    state_dir.mkdir(parents=True, exist_ok=True)
+    return queue_folder(state_dir)
+
+
 def queue_folder(state_dir: Path) -> Path:
     """The group-writable queue folder of the state directory (module docstring), made when
-    missing."""
+    missing (and the state directory, with the umask's permissions, when it can be)."""
     folder = state_dir / QUEUE_DIR
     if not folder.is_dir():
-        state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        state_dir.mkdir(parents=True, exist_ok=True)
         folder.mkdir(exist_ok=True)
         os.chmod(folder, 0o2770)  # noqa: S103 - the agents' group queues reads here on purpose
     return folder
@@ -68,20 +91,21 @@ def open_for_append(path: Path) -> int:
     return fd
 
 
-def record_reads(state_dir: Path, fact_ids: Iterable[str], *, agent: str, day: date) -> int:
-    """Queue each fact id as read by `agent` on `day` (once each); return how many (0 when the
-    queue cannot be written: logged, never raised)."""
+def record_reads(state_dir: Path, fact_ids: Iterable[str], *, agent: str, day: date) -> QueuedReads:
+    """Queue each fact id as read by `agent` on `day` (once each). A queue that cannot be
+    written is logged and reported, never raised."""
     ids = list(dict.fromkeys(fact_ids))
     if not ids:
-        return 0
+        return QueuedReads(0, queued=True)
     try:
-        return _append_reads(state_dir, ids, agent=agent, day=day)
+        _append_reads(state_dir, ids, agent=agent, day=day)
     except OSError as error:
         log.warning("reads.not_recorded", agent=agent, facts=len(ids), reason=str(error))
-        return 0
+        return QueuedReads(len(ids), queued=False, error=str(error))
+    return QueuedReads(len(ids), queued=True)
 
 
-def _append_reads(state_dir: Path, ids: list[str], *, agent: str, day: date) -> int:
+def _append_reads(state_dir: Path, ids: list[str], *, agent: str, day: date) -> None:
     payload = "".join(
         json.dumps({"agent": agent, "day": day.isoformat(), "fact": fact_id}, sort_keys=True) + "\n"
         for fact_id in ids
@@ -93,7 +117,7 @@ def _append_reads(state_dir: Path, ids: list[str], *, agent: str, day: date) -> 
             fcntl.flock(fd, fcntl.LOCK_SH)
             if _same_file(fd, queue):
                 os.write(fd, payload)
-                return len(ids)
+                return
         finally:
             os.close(fd)  # also releases the lock
 

@@ -17,7 +17,9 @@ superseded or retracted fact 0.5. So at equal match hot beats warm beats cold, a
 fact beats the one it replaced. Ties go by kind, then id, so the order is stable.
 
 The index is a cache in its own database file beside the state database (`search.sqlite`), never
-the truth: deleting it only costs a rebuild. It is brought up to date incrementally — per file,
+the truth: deleting it only costs a rebuild. A reader that can keep it nowhere builds it in
+memory for the one query (`SearchIndex.open(None, ...)`). It is brought up to date
+incrementally — per file,
 by size, modification time and inode, only the files that changed are read again, so a commit's few
 changed files cost a few parses — by the heartbeat after each commit (from the paths its commits
 changed: no look at the other files, so the cost follows the commit, not the store) and by every
@@ -98,10 +100,14 @@ class SearchIndex:
 
     @classmethod
     @contextlib.contextmanager
-    def open(cls, state_dir: Path, store_root: Path) -> Iterator[SearchIndex]:
-        """Open (creating, or rebuilding when it is unreadable) the index of `store_root`."""
-        state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        path = state_dir / INDEX_FILE_NAME
+    def open(cls, folder: Path | None, store_root: Path) -> Iterator[SearchIndex]:
+        """Open (creating, or rebuilding when it is unreadable) the index of `store_root` in
+        `folder` (made with the umask's permissions when missing), or in memory (None). Raise
+        OSError or sqlite3.OperationalError when the folder or its file cannot be used."""
+        path = None
+        if folder is not None:
+            folder.mkdir(parents=True, exist_ok=True)
+            path = folder / INDEX_FILE_NAME
         connection = connect(path)
         try:
             yield cls(connection, ReadOnlyStore(store_root))

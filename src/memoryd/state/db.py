@@ -316,7 +316,7 @@ def _create_private_file(path: Path) -> None:
     database file's own permissions, so creating this one right covers all three.
     """
     try:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        path.parent.mkdir(parents=True, exist_ok=True)  # the umask's: the group reads the queue
         descriptor = os.open(path, os.O_CREAT | os.O_WRONLY, 0o600)
     except OSError as error:
         raise StateError(f"cannot create the state database {path}: {error}") from error

@@ -9,14 +9,14 @@ import pytest
 from tests.support.rewrite import Planted, planted_store
 
 from memoryd.errors import StoreError
-from memoryd.reading.context import CUT_LINE, Section, build_bundle, fit
+from memoryd.reading.context import Section, build_bundle, fit
 from memoryd.reading.files import ReadOnlyStore
 from memoryd.store.tiers import TierRule
 
 TODAY = date(2026, 3, 10)
 
 
-def test_sections_are_taken_by_priority_then_cut_then_left_out() -> None:
+def test_every_section_keeps_its_share_then_the_first_ones_take_the_rest() -> None:
     jane = "\n".join(f"- fact {n} [jane-{n:03d}]" for n in range(1, 80))
     sections = [
         Section("Tacit", "MEMORY.md", "- short\n", "tacit"),
@@ -24,12 +24,15 @@ def test_sections_are_taken_by_priority_then_cut_then_left_out() -> None:
         Section("Note", "memory/x.md", "- a note [not-001]\n", "note"),
     ]
     bundle = fit(sections, agent="ops", today=TODAY, budget=250)
-    assert bundle.included == ["MEMORY.md", "jane/summary.md"]
-    assert bundle.cut == ["jane/summary.md"] and bundle.left_out == ["memory/x.md"]
-    assert CUT_LINE in bundle.text
-    assert bundle.text.endswith("Left out to fit the budget: memory/x.md\n")
+    assert bundle.included == ["MEMORY.md", "jane/summary.md", "memory/x.md"]
+    assert bundle.cut == ["jane/summary.md"] and bundle.left_out == []
+    assert bundle.text.index("- short") < bundle.text.index("jane-001") < bundle.text.index("not-")
+    assert bundle.text.endswith(
+        "Left out to fit the budget: the rest of jane/summary.md. Get them with "
+        "`memoryd search QUERY`, or the MCP tools `search`, `get_entity` and `context`.\n"
+    )
     assert bundle.fact_ids[0] == "jane-001" and "not-001" not in bundle.fact_ids
-    assert bundle.tokens <= 250 + 20
+    assert 180 < bundle.tokens <= 250
     whole = fit(sections, agent="ops", today=TODAY, budget=100_000)
     assert whole.left_out == [] and whole.cut == [] and len(whole.fact_ids) == 79
     tiny = fit(sections, agent="ops", today=TODAY, budget=10)

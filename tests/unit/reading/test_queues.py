@@ -10,15 +10,21 @@ from pathlib import Path
 import pytest
 from structlog.testing import capture_logs
 
-from memoryd.reading.accesses import QUEUE_NAME, claim_reads, queue_folder, record_reads
+from memoryd.reading.accesses import (
+    QUEUE_NAME,
+    QueuedReads,
+    claim_reads,
+    queue_folder,
+    record_reads,
+)
 from memoryd.reading.remember import InvalidMemoryError, queue_memory, remember_line
 
 DAY = date(2026, 3, 10)
 
 
 def test_reads_are_queued_group_writable_and_claimed_whole(tmp_path: Path) -> None:
-    assert record_reads(tmp_path, [], agent="ops", day=DAY) == 0
-    assert record_reads(tmp_path, ["a-001", "a-001", "b-001"], agent="ops", day=DAY) == 2
+    assert record_reads(tmp_path, [], agent="ops", day=DAY) == QueuedReads(0, queued=True)
+    assert record_reads(tmp_path, ["a-001", "a-001", "b-001"], agent="ops", day=DAY).facts == 2
     folder = queue_folder(tmp_path)
     assert stat.S_IMODE(folder.stat().st_mode) == 0o2770
     assert stat.S_IMODE((folder / QUEUE_NAME).stat().st_mode) == 0o660
@@ -34,7 +40,7 @@ def test_a_queue_that_cannot_be_written_is_logged_not_raised(tmp_path: Path) -> 
     blocker = tmp_path / "state"
     blocker.write_text("a file where the state directory should be")
     with capture_logs() as logs:
-        assert record_reads(blocker, ["a-001"], agent="ops", day=DAY) == 0
+        assert not record_reads(blocker, ["a-001"], agent="ops", day=DAY).queued
     assert logs[-1]["event"] == "reads.not_recorded"
 
 
