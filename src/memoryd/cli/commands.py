@@ -35,6 +35,8 @@ COMMAND_MODULES: dict[str, tuple[str, str]] = {
     "mcp": ("reading", "cmd_mcp"),
     "forget": ("reading", "cmd_forget"),
     "supersede": ("reading", "cmd_supersede"),
+    "connect": ("connect", "cmd_connect"),
+    "disconnect": ("connect", "cmd_disconnect"),
 }
 
 
