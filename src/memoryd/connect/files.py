@@ -165,7 +165,8 @@ def with_block(text: str | None, body: str) -> str:
         return current[:start] + block + current[end:]
     if not current:
         return block
-    separator = "" if current.endswith("\n\n") else ("\n" if current.endswith("\n") else "\n\n")
+    # One blank line before the block, always added (and always taken out by `without_block`).
+    separator = "\n" if current.endswith("\n") else "\n\n"
     return current + separator + block
 
 
@@ -183,6 +184,16 @@ def without_block(text: str | None) -> str | None:
         head = head[:-1]
     rest = head + tail
     return rest if rest.strip() else None
+
+
+def without_block_restored(path: Path, text: str | None) -> str | None:
+    """`without_block`, giving back the backup's bytes when they differ from the result only
+    by the trailing newlines `with_block` had to add (a file that did not end with one)."""
+    rest = without_block(text)
+    backup = backup_text(path)
+    if rest is not None and backup is not None and backup.rstrip("\n") == rest.rstrip("\n"):
+        return backup
+    return rest
 
 
 def has_block(text: str | None) -> bool:

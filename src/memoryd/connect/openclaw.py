@@ -26,7 +26,7 @@ from memoryd.connect.files import (
     load_json_object,
     read_text,
     with_block,
-    without_block,
+    without_block_restored,
 )
 from memoryd.connect.target import SERVER_NAME, Target
 
@@ -56,7 +56,9 @@ def plan(target: Target, *, connect: bool) -> list[FileEdit]:
         FileEdit(
             bootstrap,
             text,
-            with_block(text, _instructions(target)) if connect else without_block(text),
+            with_block(text, _instructions(target))
+            if connect
+            else without_block_restored(bootstrap, text),
         ),
     ]
 
