@@ -237,3 +237,36 @@ def test_codex_gets_the_bundle_and_the_tools(clis: AgentClis, world: World) -> N
     text, tools = session()
     assert MARKER not in text and USER_HOOK_MARKER in text
     assert not [name for name in tools if "memoryd" in name]
+
+
+def test_claude_code_project_scope_server_is_approved(clis: AgentClis, world: World) -> None:
+    """`claude mcp get` shows a `.mcp.json` server without its approval as pending; connected
+    with `--scope project` (in a git work tree), memoryd's is approved and connects."""
+    project = world.home / "project"
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+
+    def status() -> str:
+        result = subprocess.run(
+            [str(clis.claude), "mcp", "get", "memoryd"],
+            env=world.environ,
+            cwd=project,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        return result.stdout + result.stderr
+
+    args = ("claude-code", "--agent", "ops", "--scope", "project", "--project", str(project))
+    connected = run_memoryd(world, "connect", *args)
+    assert connected.returncode == EXIT_OK, connected.stderr
+    assert "note:" not in connected.stdout
+    assert "Connected" in status()
+    approval = project / ".claude" / "settings.local.json"
+    approval.write_text("{}\n", encoding="utf-8")
+    assert "Pending approval" in status()  # what the approval is for
+    assert run_memoryd(world, "connect", *args).returncode == EXIT_OK
+    assert "Connected" in status()
+    assert run_memoryd(world, "disconnect", *args).returncode == EXIT_OK
+    assert 'No MCP server named "memoryd"' in status()
+    assert approval.read_text(encoding="utf-8") == "{}\n"

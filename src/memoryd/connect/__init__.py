@@ -35,6 +35,8 @@ def notes(runtime: str, target: Target) -> list[str]:
     """What the user must still do after connecting `runtime`."""
     if runtime == "codex":
         return codex.notes(target)
+    if runtime == "claude-code":
+        return claude_code.notes(target)
     if runtime == "paperclip":
         return [
             f"import the skill into your Paperclip company from {paperclip.skill_path(target)} "

@@ -9,7 +9,9 @@ Where Claude Code 2.1 reads them (checked against the CLI itself):
   `claude mcp add --scope user` writes (`type`, `command`, `args`, `env`);
 - project scope: `.mcp.json` in the project, and its approval: the name in
   `enabledMcpjsonServers` of `.claude/settings.local.json`, the file Claude Code's own approval
-  dialog writes, without which the server stays "pending approval".
+  dialog writes, without which the server stays "pending approval". Claude Code honours that
+  file only in a trusted workspace or a git work tree where the file is not tracked (it gates
+  a settings file a clone could have brought); elsewhere `connect` says so.
 
 `CLAUDE_CONFIG_DIR`, when set, replaces `~/.claude` and holds `.claude.json` too.
 """
@@ -104,3 +106,17 @@ def _approval_edit(path: Path, connect: bool) -> FileEdit:
         approved[:] = [name for name in approved if name != SERVER_NAME]
     drop_if_empty(settings, "enabledMcpjsonServers")
     return FileEdit(path, before, dump_json(settings, before, path))
+
+
+def notes(target: Target) -> list[str]:
+    """What the user must still do after connecting."""
+    if target.scope != "project":
+        return []
+    folder = target.project
+    if any((parent / ".git").exists() for parent in (folder, *folder.parents)):
+        return []
+    return [
+        f"{folder} is not in a git work tree: Claude Code honours the approval in "
+        ".claude/settings.local.json only there (or once you trust the folder), so approve the "
+        "memoryd server when `claude` first asks"
+    ]

@@ -105,11 +105,11 @@ def dump_json(data: dict[str, Any], before: str | None, path: Path) -> str | Non
             return before
     elif _same_json(before, data):
         return before
-    if not data:
-        return None
     backup = backup_text(path)
     if backup is not None and backup.strip() and _same_json(backup, data):
         return backup
+    if not data:
+        return None
     newline = "" if before is not None and before.strip() and not before.endswith("\n") else "\n"
     return json.dumps(data, indent=_indent_of(before), ensure_ascii=False) + newline
 

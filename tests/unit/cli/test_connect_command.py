@@ -94,3 +94,16 @@ def test_an_unparsable_file_exits_78_naming_it(
 def test_a_missing_project_folder_is_a_usage_error(home: Path) -> None:
     code = run("connect", "paperclip", "--scope", "project", "--project", str(home / "nope"))
     assert code == EXIT_USAGE
+
+
+def test_a_claude_code_project_outside_git_gets_a_note(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = home.parent / "plain-folder"
+    project.mkdir()
+    assert run("connect", "claude-code", "--scope", "project", "--project", str(project)) == 0
+    out = capsys.readouterr().out
+    assert f"note: {project} is not in a git work tree" in out
+    (project / ".git").mkdir()
+    assert run("connect", "claude-code", "--scope", "project", "--project", str(project)) == 0
+    assert "note:" not in capsys.readouterr().out
