@@ -123,3 +123,15 @@ class GitStateError(GitError):
     or merge in progress): memoryd refuses to write there, as for a configuration error (78)."""
 
     exit_code = EXIT_CONFIG
+
+
+class AgentConfigError(MemorydError):
+    """A runtime's own configuration file (Claude Code's settings, Codex's config.toml, ...)
+    cannot be read or edited safely; `memoryd connect` leaves it untouched (78)."""
+
+    exit_code = EXIT_CONFIG
+
+    def __init__(self, path: Path, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__(f"{path}: {reason} (left untouched; fix it or move it away)")

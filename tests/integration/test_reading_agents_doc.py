@@ -1,7 +1,7 @@
-"""docs/agents.md works as written: every hook and server command it documents is run against a
-real store (the configuration path swapped for the test's) and its output has the shape the
-agent expects — a Markdown bundle, JSON hits, or an MCP server that initializes and lists its
-tools."""
+"""docs/agents.md works as written: every `memoryd connect` line it documents is run against a
+real store (the configuration path swapped for the test's, HOME the store's folder), and what it
+writes into each runtime's files works — the hook prints the Markdown bundle, the MCP server
+initializes and lists its tools, the Paperclip skill's commands give a bundle and JSON hits."""
 
 from __future__ import annotations
 
@@ -13,11 +13,13 @@ import subprocess
 import sys
 import tomllib
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from tests.support.agent_clis import context_takes_format
 from tests.support.cli import write_config
 from tests.support.reading import child_environment, memoryd, write_transcript
 
@@ -45,17 +47,16 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-def run_documented(store: Path, command: str) -> subprocess.CompletedProcess[str]:
-    """A documented `memoryd …` shell command, run with this interpreter and the test's
-    configuration; a `> file` redirection is honoured."""
-    argv = shlex.split(command.replace(DOC_CONFIG, str(store / "memoryd.toml")))
-    assert argv[0] == "memoryd", command
-    target = None
-    if ">" in argv:
-        target = Path(argv[argv.index(">") + 1].replace("~", str(store), 1))  # HOME is `store`
-        argv = argv[: argv.index(">")]
+def run_memoryd(store: Path, argv: list[str]) -> subprocess.CompletedProcess[str]:
+    """A memoryd command line as a runtime would run it (the program by any path), run with this
+    interpreter; `--format` dropped where this memoryd's `context` has none yet."""
+    assert Path(argv[0]).name == "memoryd", argv
+    arguments = argv[1:]
+    if "--format" in arguments and not context_takes_format():
+        at = arguments.index("--format")
+        del arguments[at : at + 2]
     result = subprocess.run(
-        [sys.executable, "-m", "memoryd", *argv[1:]],
+        [sys.executable, "-m", "memoryd", *arguments],
         cwd=store,
         env={
             "PATH": os.environ["PATH"],
@@ -68,11 +69,20 @@ def run_documented(store: Path, command: str) -> subprocess.CompletedProcess[str
         check=False,
     )
     assert result.returncode == EXIT_OK, result.stderr
-    assert result.stderr == ""  # --log-level warning: the output is the answer alone
-    if target is not None:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(result.stdout, encoding="utf-8")
     return result
+
+
+def documented_connect(store: Path, runtime: str) -> None:
+    """Run the page's `memoryd … connect RUNTIME …` line with the test's configuration."""
+    lines = [
+        line.strip()
+        for block in blocks("sh")
+        for line in block.splitlines()
+        if line.strip().startswith("memoryd ") and f" connect {runtime} " in f"{line} "
+    ]
+    assert len(lines) == 1, lines
+    argv = shlex.split(lines[0].replace(DOC_CONFIG, str(store / "memoryd.toml")))
+    run_memoryd(store, argv)
 
 
 def assert_bundle(text: str, agent: str) -> None:
@@ -82,10 +92,10 @@ def assert_bundle(text: str, agent: str) -> None:
 
 
 def mcp_tools(store: Path, command: str, args: list[str]) -> list[str]:
-    assert command == "memoryd"
+    assert Path(command).name == "memoryd"
     server = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "memoryd", *[a.replace(DOC_CONFIG, str(store / "memoryd.toml")) for a in args]],
+        args=["-m", "memoryd", *args],
         env=child_environment(store),
         cwd=str(store),
     )
@@ -98,46 +108,48 @@ def mcp_tools(store: Path, command: str, args: list[str]) -> list[str]:
     return anyio.run(session)
 
 
-def test_the_claude_code_session_start_hook_prints_the_bundle(store: Path) -> None:
-    settings = [json.loads(block) for block in blocks("json") if "SessionStart" in block]
-    assert len(settings) == 1
-    hook = settings[0]["hooks"]["SessionStart"][0]
-    assert hook["hooks"][0]["type"] == "command"
-    result = run_documented(store, hook["hooks"][0]["command"])
-    assert_bundle(result.stdout, "claude-code")
+def session_hook(settings: dict[str, Any]) -> list[str]:
+    groups = settings["hooks"]["SessionStart"]
+    assert len(groups) == 1 and groups[0]["hooks"][0]["type"] == "command"
+    return shlex.split(groups[0]["hooks"][0]["command"])
 
 
-def test_the_claude_code_mcp_config_starts_a_working_server(store: Path) -> None:
-    configs = [json.loads(block) for block in blocks("json") if "mcpServers" in block]
-    server = configs[0]["mcpServers"]["memoryd"]
+def test_claude_code_connected_as_documented_gets_the_bundle_and_the_tools(store: Path) -> None:
+    documented_connect(store, "claude-code")
+    hook = session_hook(json.loads((store / ".claude" / "settings.json").read_text("utf-8")))
+    assert_bundle(run_memoryd(store, hook).stdout, "claude-code")
+    server = json.loads((store / ".claude.json").read_text("utf-8"))["mcpServers"]["memoryd"]
     assert mcp_tools(store, server["command"], server["args"]) == TOOLS
 
 
-def test_the_codex_mcp_config_starts_a_working_server(store: Path) -> None:
-    config = tomllib.loads(next(block for block in blocks("toml") if "mcp_servers" in block))
+def test_codex_connected_as_documented_gets_the_bundle_and_the_tools(store: Path) -> None:
+    documented_connect(store, "codex")
+    hook = session_hook(json.loads((store / ".codex" / "hooks.json").read_text("utf-8")))
+    assert_bundle(run_memoryd(store, hook).stdout, "codex")
+    config = tomllib.loads((store / ".codex" / "config.toml").read_text("utf-8"))
     server = config["mcp_servers"]["memoryd"]
     assert mcp_tools(store, server["command"], server["args"]) == TOOLS
 
 
-def test_the_agents_md_line_runs_the_context_command(store: Path) -> None:
-    line = blocks("markdown")[0]
-    commands = re.findall(r"`(memoryd [^`]+)`", line)
-    result = run_documented(store, commands[0])
-    assert_bundle(result.stdout, "codex")
+def test_openclaw_connected_as_documented_has_the_server_and_the_block(store: Path) -> None:
+    documented_connect(store, "openclaw")
+    config = json.loads((store / ".openclaw" / "openclaw.json").read_text("utf-8"))
+    server = config["mcp"]["servers"]["memoryd"]
+    assert mcp_tools(store, server["command"], server["args"]) == TOOLS
+    block = (store / ".openclaw" / "workspace" / "AGENTS.md").read_text("utf-8")
+    assert "<!-- memoryd:begin" in block and "`context` tool" in block
 
 
-def test_the_openclaw_and_paperclip_commands_give_a_bundle_and_json_hits(store: Path) -> None:
-    commands = [
-        line.strip()
-        for block in blocks("sh")
-        for line in block.splitlines()
-        if line.strip().startswith("memoryd ")
-    ]
-    context = next(c for c in commands if " context " in c and "openclaw" in c)
-    run_documented(store, context)
-    assert_bundle((store / ".openclaw" / "workspace" / "MEMORYD.md").read_text("utf-8"), "openclaw")
-    search = next(c for c in commands if " search " in c)
-    hits = json.loads(run_documented(store, search.replace('"acme renewal"', "Acme")).stdout)
+def test_the_paperclip_skill_commands_give_a_bundle_and_json_hits(store: Path) -> None:
+    documented_connect(store, "paperclip")
+    skill = (store / ".paperclip" / "skills" / "memoryd" / "SKILL.md").read_text("utf-8")
+    assert skill.startswith("---\nname: memoryd\ndescription: ")
+    commands = [shlex.split(c) for c in re.findall(r"`([^`]*memoryd [^`]+)`", skill)]
+    context = next(c for c in commands if "context" in c)
+    assert_bundle(run_memoryd(store, context).stdout, "paperclip")
+    search = next(c for c in commands if "search" in c)
+    search[search.index("WORDS")] = "Acme"
+    hits = json.loads(run_memoryd(store, search).stdout)
     assert hits and set(hits[0]) == {
         "kind", "id", "ref", "path", "line", "text", "status", "tier", "score"
     }  # fmt: skip

@@ -49,7 +49,9 @@ ALLOWED: dict[str, set[str]] = {
     "reading": BASE | FOUNDATION,
     "jobs": BASE | FOUNDATION | JOBS | {"budget", "reading", "sync"},
     "daemon": BASE | FOUNDATION | JOBS | {"budget", "jobs", "reading", "sync"},
-    "cli": BASE | FOUNDATION | JOBS | {"budget", "jobs", "daemon", "reading", "sync"},
+    # Edits the agent runtimes' own configuration files; nothing of memoryd's store or state.
+    "connect": {"errors"},
+    "cli": BASE | FOUNDATION | JOBS | {"budget", "jobs", "daemon", "reading", "sync", "connect"},
 }
 
 

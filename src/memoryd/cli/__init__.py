@@ -17,7 +17,7 @@ import errno
 import os
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from memoryd import LOG_LEVELS, __version__
 from memoryd.cli.reading import add_reading_commands
@@ -90,7 +90,33 @@ def build_parser() -> argparse.ArgumentParser:
     subcommands.add_parser(
         "share", help="as an agent's user: let your transcripts' group (memoryd) read them"
     )
+    _add_connect_commands(subcommands)
     return parser
+
+
+# The runtimes `memoryd connect` knows (memoryd.connect.RUNTIMES, not imported here: too heavy
+# for the parser).
+CONNECT_RUNTIMES = ("claude-code", "codex", "openclaw", "paperclip")
+
+
+def _add_connect_commands(subcommands: argparse._SubParsersAction[Any]) -> None:
+    for name, help_text in (
+        ("connect", "write memoryd into an agent runtime's own configuration"),
+        ("disconnect", "remove what `memoryd connect` wrote"),
+    ):
+        command = subcommands.add_parser(name, help=help_text)
+        command.add_argument("runtime", choices=CONNECT_RUNTIMES, metavar="RUNTIME")
+        command.add_argument(
+            "--agent", metavar="NAME", help="memoryd's name for the agent (default: RUNTIME)"
+        )
+        command.add_argument("--scope", choices=("user", "project"), default="user")
+        command.add_argument(
+            "--project", metavar="DIR", help="the project folder (default: the current one)"
+        )
+        command.add_argument(
+            "--dry-run", action="store_true", help="print each file's diff, change nothing"
+        )
+        command.add_argument("--json", action="store_true", help="machine-readable report")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

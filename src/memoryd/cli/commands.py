@@ -36,6 +36,8 @@ COMMAND_MODULES: dict[str, tuple[str, str]] = {
     "forget": ("reading", "cmd_forget"),
     "supersede": ("reading", "cmd_supersede"),
     "share": ("share", "cmd_share"),
+    "connect": ("connect", "cmd_connect"),
+    "disconnect": ("connect", "cmd_disconnect"),
 }
 
 
