@@ -47,7 +47,8 @@ class World:
 
 @pytest.fixture
 def world(tmp_path: Path) -> Iterator[World]:
-    """A store of several KB (init, a heartbeat, a long MEMORY.md), a HOME, a launcher."""
+    """A store whose plain bundle is over Claude Code's 10,000-character hook limit (init, a
+    heartbeat, a long MEMORY.md), a HOME, a launcher."""
     write_config(tmp_path)
     write_transcript(tmp_path)
     assert memoryd(tmp_path, "init").returncode == EXIT_OK
@@ -55,7 +56,7 @@ def world(tmp_path: Path) -> Iterator[World]:
     tacit = tmp_path / "store" / "MEMORY.md"
     lines = [MARKER] + [
         f"- Habit {n}: prefers reviews of change {n} before noon, with the tests named first"
-        for n in range(60)
+        for n in range(200)
     ]
     tacit.write_text(tacit.read_text(encoding="utf-8") + "\n".join(lines) + "\n", "utf-8")
     home = tmp_path / "home"
@@ -84,11 +85,18 @@ def run_memoryd(world: World, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def bundle(world: World, output_format: str) -> str:
+    """What the hook hands the model: Claude Code's hook prints the bundle, Codex's prints it
+    inside its SessionStart JSON."""
     args = ("--log-level", "warning", "context", "--agent", "ops", "--format", output_format)
     printed = run_memoryd(world, *args)
     assert printed.returncode == EXIT_OK, printed.stderr
-    assert MARKER in printed.stdout and len(printed.stdout) > 4000
-    return printed.stdout
+    text = printed.stdout
+    if output_format == "codex":
+        answer = json.loads(text)
+        assert set(answer) == {"hookSpecificOutput"}
+        text = answer["hookSpecificOutput"]["additionalContext"]
+    assert MARKER in text and len(text) > 4000
+    return str(text)
 
 
 # The files `connect` edits that the CLIs do not write themselves (Claude Code rewrites
@@ -148,6 +156,8 @@ def test_claude_code_gets_the_bundle_and_the_tools(clis: AgentClis, world: World
     connect_twice(world, "claude-code")
     assert "memoryd" in claude_servers(home)
     printed = bundle(world, "claude-code")
+    plain = run_memoryd(world, "--log-level", "warning", "context", "--agent", "ops").stdout
+    assert len(plain) > 10_000 >= len(printed)  # plain would reach the model as a preview
 
     def session() -> tuple[str, list[str]]:
         environ = {
