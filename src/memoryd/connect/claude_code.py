@@ -31,8 +31,7 @@ from memoryd.connect.files import (
 from memoryd.connect.target import (
     SERVER_NAME,
     Target,
-    remove_session_hook,
-    set_session_hook,
+    session_hook_edit,
 )
 from memoryd.errors import AgentConfigError
 
@@ -65,14 +64,7 @@ def _config_dir(target: Target) -> Path:
 
 
 def _hook_edit(target: Target, path: Path, connect: bool) -> FileEdit:
-    before = read_text(path)
-    settings = load_json_object(path, before)
-    if connect:
-        command = target.context_command(OUTPUT_FORMAT)
-        set_session_hook(settings, path, MATCHER, command, OUTPUT_FORMAT)
-    else:
-        remove_session_hook(settings, path, OUTPUT_FORMAT)
-    return FileEdit(path, before, dump_json(settings, before, path))
+    return session_hook_edit(target, path, connect, matcher=MATCHER, output_format=OUTPUT_FORMAT)
 
 
 def _server_edit(target: Target, path: Path, connect: bool) -> FileEdit:

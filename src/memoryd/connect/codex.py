@@ -26,11 +26,9 @@ import tomlkit.exceptions
 from memoryd.connect.files import (
     FileEdit,
     backup_text,
-    dump_json,
-    load_json_object,
     read_text,
 )
-from memoryd.connect.target import SERVER_NAME, Target, remove_session_hook, set_session_hook
+from memoryd.connect.target import SERVER_NAME, Target, session_hook_edit
 from memoryd.errors import AgentConfigError
 
 OUTPUT_FORMAT = "codex"
@@ -98,14 +96,7 @@ def _config_edit(target: Target, path: Path, connect: bool) -> FileEdit:
 
 
 def _hooks_edit(target: Target, path: Path, connect: bool) -> FileEdit:
-    before = read_text(path)
-    settings = load_json_object(path, before)
-    if connect:
-        command = target.context_command(OUTPUT_FORMAT)
-        set_session_hook(settings, path, MATCHER, command, OUTPUT_FORMAT)
-    else:
-        remove_session_hook(settings, path, OUTPUT_FORMAT)
-    return FileEdit(path, before, dump_json(settings, before, path))
+    return session_hook_edit(target, path, connect, matcher=MATCHER, output_format=OUTPUT_FORMAT)
 
 
 def _parse(path: Path, text: str) -> tomlkit.TOMLDocument:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memoryd.connect.files import json_section
+from memoryd.connect.files import FileEdit, dump_json, json_section, load_json_object, read_text
 from memoryd.errors import AgentConfigError
 
 SERVER_NAME = "memoryd"
@@ -61,6 +61,21 @@ def is_our_hook(command: object, output_format: str) -> bool:
     return any(a == "--format" and b == output_format for a, b in itertools.pairwise(words))
 
 
+def session_hook_edit(
+    target: Target, path: Path, connect: bool, *, matcher: str, output_format: str
+) -> FileEdit:
+    """The edit of a Claude-style settings file at `path` that adds (connect) or removes
+    memoryd's SessionStart hook running `context --format output_format`."""
+    before = read_text(path)
+    settings = load_json_object(path, before)
+    if connect:
+        command = target.context_command(output_format)
+        set_session_hook(settings, path, matcher, command, output_format)
+    else:
+        remove_session_hook(settings, path, output_format)
+    return FileEdit(path, before, dump_json(settings, before, path))
+
+
 def set_session_hook(
     settings: dict[str, Any], path: Path, matcher: str, command: str, output_format: str
 ) -> None:
@@ -69,7 +84,9 @@ def set_session_hook(
     where it is; a different one of ours is replaced by a group at the end."""
     groups = _session_groups(settings, path)
     for group in groups:
-        hooks = group.get("hooks") if isinstance(group, dict) else None
+        if not isinstance(group, dict):
+            continue  # not a group of Claude's shape: the user's, left as it is
+        hooks = group.get("hooks")
         if group.get("matcher") == matcher and isinstance(hooks, list) and len(hooks) == 1:
             hook = hooks[0]
             if isinstance(hook, dict) and hook == {"type": "command", "command": command}:

@@ -137,6 +137,22 @@ def test_a_changed_agent_replaces_our_hook_and_keeps_the_users(tmp_path: Path) -
     assert commands[1].endswith("--agent reviewer --format claude-code")
 
 
+@pytest.mark.parametrize("runtime", ["claude-code", "codex"])
+def test_a_session_start_entry_of_another_shape_is_kept_as_it_is(
+    tmp_path: Path, runtime: str
+) -> None:
+    target = make_target(tmp_path, "user")
+    folder = target.home / (".claude" if runtime == "claude-code" else ".codex")
+    settings = folder / ("settings.json" if runtime == "claude-code" else "hooks.json")
+    write(settings, json.dumps({"hooks": {"SessionStart": ["echo odd", 7]}}) + "\n")
+    apply_edits(plan_edits(runtime, target, connect=True))
+    apply_edits(plan_edits(runtime, target, connect=True))
+    groups = json.loads(settings.read_text())["hooks"]["SessionStart"]
+    assert groups[:2] == ["echo odd", 7] and len(groups) == 3
+    apply_edits(plan_edits(runtime, target, connect=False))
+    assert json.loads(settings.read_text())["hooks"]["SessionStart"] == ["echo odd", 7]
+
+
 def test_codex_keeps_comments_and_writes_the_server_table(tmp_path: Path) -> None:
     target = make_target(tmp_path, "user", {"CODEX_HOME": str(tmp_path / "codex-home")})
     write(tmp_path / "codex-home" / "config.toml", '# mine\nmodel = "o3"  # keep\n')

@@ -354,30 +354,7 @@ def test_status_names_an_unreadable_source_and_what_a_source_skipped(shared_tmp:
     assert unreadable["unreadable"] == "Permission denied"
     assert skipping["unreadable"] is None
     assert skipping["skipped"] == [{"path": str(linked / "out.jsonl"), "reason": LINK_OUTSIDE}]
-    text = render_status(
-        {
-            "now": "n",
-            "store": "s",
-            "lock_holder_pid": None,
-            "last_heartbeat": None,
-            "llm_unusable": None,
-            "unfinished_runs": [],
-            "next_runs": {
-                "heartbeat": None,
-                "heartbeat_overdue": False,
-                "rewrite": "r",
-                "rewrite_catch_up_at_start": False,
-            },
-            "sources": [unreadable, skipping],
-            "spend_today": {"day": "d", "usd": 0, "budget_usd": 0, "calls": 0, "exhausted": False},
-            "quarantined": [],
-            "failing_chunks": 0,
-            "pending_entities": [],
-            "last_rewrite": {"succeeded_at": None},
-            "review_held": 0,
-            "reading": {"index_failures": 0, "index_paused_until": None, "reads_queued": 0},
-        }
-    )
+    text = render_status(_bare_report([unreadable, skipping]))
     assert f"source a jsonl:{home / 'agent'}: UNREADABLE (Permission denied)" in text
     assert f"  skipped {linked / 'out.jsonl'}: {LINK_OUTSIDE}" in text
 
