@@ -15,8 +15,8 @@ shaped like the real API's ``{"type": "error", "error": {...}}``, with extra hea
 ``retry-after``). Any answer may carry ``delay_seconds`` to provoke client timeouts. The real
 API's answers to the errors memoryd handles are built by ``invalid_key()``,
 ``permission_denied()``, ``model_not_found(model)``, ``credit_too_low()``,
-``request_too_large()`` and ``prompt_too_long()``. Every error carries a ``request-id`` header
-and the same id in its body.
+``request_too_large()``, ``prompt_too_long()`` and ``forced_tool_refused()``. Every error
+carries a ``request-id`` header and the same id in its body.
 ``fail_next(*errors)`` makes the next HTTP requests on *any* endpoint fail (batch endpoints
 included) before the queue is consulted; ``cut_results_streams=N`` breaks the first N batch
 results downloads halfway, as a dropped connection would. ``latency_seconds`` delays every
@@ -27,8 +27,11 @@ past the limit gets a 429 ``rate_limit_error`` with ``retry-after`` (whole secon
 window ends) and the same headers. ``message_headers`` adds headers to every successful message
 answer. With ``api_key`` set, a request with
 another key gets the real 401; with ``models`` set, a message (or batch request) naming any
-other model gets the real 404 ``model: <name>``. Both can be changed while the server runs, to
-"fix" the key or the model in the middle of a test. Every HTTP request is recorded
+other model gets the real 404 ``model: <name>``. A request forcing a tool (``tool_choice``
+``tool`` or ``any``) for a model named in ``refusing_forced_tool`` (by prefix; by default the
+models the real API refuses it for, ``MODELS_REFUSING_FORCED_TOOL``) gets the real 400
+``invalid_request_error``, before any scripted answer is taken. The key and the models can be
+changed while the server runs, to "fix" them in the middle of a test. Every HTTP request is recorded
 (method, path, lower-cased headers, JSON body) in ``requests``.
 
 In a test::
@@ -75,6 +78,7 @@ from types import FrameType, TracebackType
 from typing import Any
 
 from tests.fakes.anthropic_wire import (
+    MODELS_REFUSING_FORCED_TOOL,
     Answer,
     Error,
     FakeUsage,
@@ -86,6 +90,8 @@ from tests.fakes.anthropic_wire import (
     batch_json,
     credit_too_low,
     error_body,
+    forced_tool_refused,
+    forces_a_tool,
     invalid_key,
     invalid_message_params,
     message_json,
@@ -96,6 +102,7 @@ from tests.fakes.anthropic_wire import (
 )
 
 __all__ = [
+    "MODELS_REFUSING_FORCED_TOOL",
     "Answer",
     "Error",
     "FakeAnthropicServer",
@@ -106,6 +113,7 @@ __all__ = [
     "ToolUse",
     "answer_from_json",
     "credit_too_low",
+    "forced_tool_refused",
     "invalid_key",
     "main",
     "model_not_found",
@@ -152,7 +160,9 @@ class FakeAnthropicServer:
         requests_per_window: int | None = None,
         window_seconds: float = 60.0,
         message_headers: Mapping[str, str] | None = None,
+        refusing_forced_tool: Iterable[str] = MODELS_REFUSING_FORCED_TOOL,
     ) -> None:
+        self.refusing_forced_tool = frozenset(refusing_forced_tool)
         self.latency_seconds = latency_seconds
         self._requests_per_window = requests_per_window
         self._window_seconds = window_seconds
@@ -320,11 +330,16 @@ class FakeAnthropicServer:
         model = str(params.get("model"))
         return None if models is None or model in models else model_not_found(model)
 
+    def _refused_choice(self, params: Mapping[str, Any]) -> Error | None:
+        model = str(params.get("model"))
+        refuses = any(model.startswith(prefix) for prefix in self.refusing_forced_tool)
+        return forced_tool_refused() if refuses and forces_a_tool(params) else None
+
     def _message(self, request: RecordedRequest) -> _Response:
         problem = invalid_message_params(request.body)
         if problem:
             return self._error(Error(400, "invalid_request_error", problem))
-        unknown = self._unknown_model(request.body)
+        unknown = self._unknown_model(request.body) or self._refused_choice(request.body)
         if unknown is not None:
             return self._error(unknown)
         limits, refused = self._rate_limit()
@@ -401,7 +416,9 @@ class FakeAnthropicServer:
         answer = (
             Error(400, "invalid_request_error", problem)
             if problem
-            else self._unknown_model(request.body) or self._next_answer(request)
+            else self._unknown_model(request.body)
+            or self._refused_choice(request.body)
+            or self._next_answer(request)
         )
         if isinstance(answer, Error):
             return {"type": "errored", "error": error_body(answer, None)}
