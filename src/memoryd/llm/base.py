@@ -182,12 +182,13 @@ UnusableKind = Literal[
     "billing",
     "request_too_large",
     "invalid_answers",
+    "tool_choice",
 ]
 # Kinds about the key or the account (any answer disproves them), and kinds about one model
 # (only an answer from that model does; a configuration naming another model has moved on).
 ACCOUNT_KINDS: frozenset[UnusableKind] = frozenset({"authentication", "permission", "billing"})
 MODEL_KINDS: frozenset[UnusableKind] = frozenset(
-    {"model_not_found", "request_too_large", "invalid_answers"}
+    {"model_not_found", "request_too_large", "invalid_answers", "tool_choice"}
 )
 
 # What the operator must do about each kind; `{model}` is the model the calls asked for.
@@ -206,6 +207,9 @@ _REMEDIES: dict[UnusableKind, str] = {
     "invalid_answers": "the model {model} keeps answering outside the record_memories tool "
     "contract, so it cannot do the task: choose a model that supports forced tool use "
     "(llm.model)",
+    "tool_choice": "the model {model} refuses the tool choice memoryd asks for, even an "
+    "automatic one, so it cannot answer through a tool: choose another model (llm.model, "
+    "llm.rewrite_model)",
 }
 
 
@@ -278,6 +282,19 @@ class UnusableLLMError(PermanentLLMError):
             "message": self.api_message,
             "request_id": self.request_id,
         }
+
+
+class ToolChoiceRefusedError(UnusableLLMError):
+    """A 400 saying the model does not support the tool choice sent (a forced one, for the
+    models that accept only `auto`). About the model, never the request: the adapter resends
+    the same request at once with an automatic choice (`memoryd.llm.tool_choice`); only when
+    that is refused too does it reach the caller, which then stops the run like any other
+    unusable model, charging no chunk."""
+
+    def __init__(self, description: str, *, model: str | None, api_message: str, **details: Any):
+        super().__init__(
+            "tool_choice", description, model=model, api_message=api_message, **details
+        )
 
 
 class SpendLimitError(TransientLLMError):

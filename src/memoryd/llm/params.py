@@ -1,5 +1,10 @@
 """The Messages API parameters of one `ToolRequest`, shared by a single call and a batch entry.
 Built from plain data, so a test or another adapter can read the exact request without the SDK.
+
+A forced request names its tool in `tool_choice`. An automatic one (for the models that refuse a
+forced choice, `memoryd.llm.tool_choice`) uses `{"type": "auto"}`, marks the tool `strict` and
+ends the system prompt with `ANSWER_THROUGH_TOOL`, so that the prefix stays the same for every
+request to that model and is still cached.
 """
 
 from __future__ import annotations
@@ -9,9 +14,15 @@ from typing import Any
 
 from memoryd.llm.base import ToolRequest
 
+ANSWER_THROUGH_TOOL = (
+    "Answer only by calling the {tool} tool, exactly once, with an input that follows its "
+    "schema. Do not answer in text: a text answer cannot be used."
+)
 
-def message_params(request: ToolRequest) -> dict[str, Any]:
-    """Return the Messages API parameters for `request`: forced tool, cached stable prefix."""
+
+def message_params(request: ToolRequest, *, forced: bool = True) -> dict[str, Any]:
+    """Return the Messages API parameters for `request`: its tool, forced (or automatic and
+    strict, with the instruction to answer through it), and the cached stable prefix."""
     cache: dict[str, Any] = {"cache_control": {"type": "ephemeral"}} if request.cache_prefix else {}
     params: dict[str, Any] = {
         "model": request.model,
@@ -22,13 +33,20 @@ def message_params(request: ToolRequest) -> dict[str, Any]:
                 "description": request.tool.description,
                 # A deep copy: the SDK or a retry must never alter the caller's schema.
                 "input_schema": copy.deepcopy(dict(request.tool.input_schema)),
+                **({} if forced else {"strict": True}),
                 **cache,
             }
         ],
-        "tool_choice": {"type": "tool", "name": request.tool.name},
+        "tool_choice": (
+            {"type": "tool", "name": request.tool.name} if forced else {"type": "auto"}
+        ),
         "messages": [{"role": "user", "content": request.user_content}],
     }
+    system = request.system
+    if not forced:
+        instruction = ANSWER_THROUGH_TOOL.format(tool=request.tool.name)
+        system = f"{system}\n\n{instruction}" if system else instruction
     # The API refuses an empty text block, so an empty system prompt is left out altogether.
-    if request.system:
-        params["system"] = [{"type": "text", "text": request.system, **cache}]
+    if system:
+        params["system"] = [{"type": "text", "text": system, **cache}]
     return params

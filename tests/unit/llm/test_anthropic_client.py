@@ -319,25 +319,6 @@ def test_a_model_the_server_does_not_know_gets_the_real_404(
         assert client.call_tool(make_request()).tool_input == {"facts": []}
 
 
-def test_the_probe_is_the_cheapest_real_request(
-    fake_server: FakeAnthropicServer, make_client: ClientFactory
-) -> None:
-    fake_server.enqueue(Text("p"), invalid_key())
-    client = make_client()
-
-    request_id = client.probe("claude-haiku-5-5")
-    with pytest.raises(UnusableLLMError, match="invalid x-api-key"):
-        client.probe("claude-haiku-5-5")
-
-    probe = fake_server.message_requests[0].body
-    assert probe == {
-        "model": "claude-haiku-5-5",
-        "max_tokens": 1,
-        "messages": [{"role": "user", "content": "ping"}],
-    }
-    assert request_id is not None
-
-
 @pytest.mark.parametrize(
     "refusal",
     [
