@@ -53,7 +53,6 @@ from memoryd.heartbeat import committing, processing, sharing
 from memoryd.heartbeat.ahead import Ahead
 from memoryd.heartbeat.processing import ReadAccess, SecretScanner, StoreWork, SummaryRefresher
 from memoryd.heartbeat.run import HeartbeatOptions, RunBook
-from memoryd.llm.base import estimate_tokens
 from memoryd.llm.prices import PriceTable
 from memoryd.logs import get_logger
 from memoryd.state.facade import State
@@ -216,10 +215,10 @@ class Heartbeat:
         chunks = [c for c in chronological(read.chunks) if c.has_dialogue]
         fresh = [c for c in chunks if self.state.journal.answered(c.key) is None]
         limit = self.settings.sections_per_call if shares_calls else 1
-        calls = sharing.calls_of(fresh, self.settings.chunk_tokens, limit)
+        estimate = self.settings.estimate_tokens
+        calls = sharing.calls_of(fresh, self.settings.chunk_tokens, limit, estimate)
         inputs = [
-            sum(estimate_tokens(c.render()) for c in call) + PROMPT_TOKENS_ALLOWANCE
-            for call in calls
+            sum(estimate(c.render()) for c in call) + PROMPT_TOKENS_ALLOWANCE for call in calls
         ]
         costs = [self.budget.estimate(tokens) for tokens in inputs]
         cost = None if None in costs else sum(c for c in costs if c is not None)
@@ -241,6 +240,7 @@ class Heartbeat:
             clean=self.clean,
             zone=self.settings.zone,
             chunk_tokens=self.settings.chunk_tokens,
+            estimate=self.settings.estimate_tokens,
             backfill=self.settings.backfill,
             now=self.clock(),
             index_mentions=index_mentions,

@@ -14,6 +14,7 @@ from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from memoryd.budget import PROMPT_TOKENS_ALLOWANCE
 from memoryd.collector import frozen_while
 from memoryd.extractors.extract import Extractor, MarkersExtractor, WatchedExtractor
 from memoryd.gitrepo import GitStore
@@ -29,6 +30,8 @@ from memoryd.jobs.parts import (
 )
 from memoryd.jobs.session import writing_session
 from memoryd.jobs.sources import build_sources
+from memoryd.llm.tokens import chunk_tokens_for, token_factor
+from memoryd.logs import get_logger
 from memoryd.reading.accesses import claim_reads, release_reads
 from memoryd.settings import Settings, state_directory
 from memoryd.state.facade import State
@@ -55,9 +58,22 @@ def heartbeat_options(
         from memoryd.store.items import host_id_code  # noqa: PLC0415 - see the top
 
         host_code = host_id_code(host)
+    model = settings.llm.model
+    asks_a_model = settings.llm.provider != "markers"
+    chunk_tokens = settings.llm.chunk_tokens
+    if asks_a_model:  # in the model's own tokens, under its price band (`memoryd.llm.tokens`)
+        chunk_tokens = chunk_tokens_for(model, chunk_tokens, PROMPT_TOKENS_ALLOWANCE)
+        if chunk_tokens != settings.llm.chunk_tokens:
+            get_logger("memoryd.jobs").info(
+                "llm.chunk_tokens_clamped",
+                model=model,
+                configured=settings.llm.chunk_tokens,
+                effective=chunk_tokens,
+            )
     return HeartbeatOptions(
         zone=settings.schedule.zone,
-        chunk_tokens=settings.llm.chunk_tokens,
+        chunk_tokens=chunk_tokens,
+        token_factor=token_factor(model) if asks_a_model else 1.0,
         context_facts=settings.llm.context_facts,
         min_mentions=settings.entities.min_mentions,
         skills_dir=settings.store.skills_dir,
