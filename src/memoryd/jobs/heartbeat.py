@@ -9,7 +9,7 @@ open for its length.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,6 +23,7 @@ from memoryd.jobs.environment import Environment, host_name, open_state
 from memoryd.jobs.parts import (
     extractor_for,
     git_store,
+    llm_client_for,
     make_cleaner,
     make_scanner,
     make_scrubber,
@@ -42,8 +43,9 @@ if TYPE_CHECKING:
     from memoryd.worktree import FileTransaction
 
 # Summaries and the search index are refreshed only after a heartbeat that filed something: their
-# modules are imported there, so that an idle heartbeat does not pay for them. The
-# same for the fact store (`memoryd.store.items`), whose host code only a shared store needs.
+# modules are imported there, so that an idle heartbeat does not pay for them. The same for the
+# online dry run's request counting, and for the fact store (`memoryd.store.items`), whose host
+# code only a shared store needs.
 
 
 def heartbeat_options(
@@ -217,14 +219,35 @@ def _after(callback: Callable[[], None]) -> Iterator[None]:
         callback()
 
 
-def dry_run_heartbeat(settings: Settings, env: Environment) -> dict[str, object]:
-    """What a heartbeat would send now: chunks, estimated tokens and cost. Changes nothing."""
-    with open_state(settings, env) as state:
-        # A dry run calls no model: the markers extractor stands in and is never asked.
+def dry_run_heartbeat(
+    settings: Settings, env: Environment, *, online: bool = False
+) -> dict[str, object]:
+    """What a heartbeat would send now: chunks, estimated tokens and cost. Changes nothing.
+    `online`: the endpoint also counts the requests it would send (`memoryd.heartbeat.counting`);
+    no extraction is asked. Raise ConfigError when `online` finds no API key."""
+    asks_a_model = settings.llm.provider != "markers"
+    with open_state(settings, env) as state, ExitStack() as stack:
+        # A dry run asks no model: the markers extractor stands in and is never asked.
         extractor = MarkersExtractor(make_scrubber(settings))
         heartbeat = build_heartbeat(settings, env, state, extractor, dry_run=True)
-        report = heartbeat.dry_run(shares_calls=settings.llm.provider != "markers")
+        counting = None
+        if online and asks_a_model:
+            client = stack.enter_context(llm_client_for(settings, env))
+            assert client is not None  # noqa: S101 - the provider asks a model
+            from memoryd.extractors.llm_extractor import LLMExtractor  # noqa: PLC0415 - see the top
+
+            builder = LLMExtractor(
+                client,
+                model=settings.llm.model,
+                max_tokens=settings.llm.max_output_tokens,
+                scrub=make_scrubber(settings),
+            )
+            counting = (builder, client)
+        report = heartbeat.dry_run(shares_calls=asks_a_model, counting=counting)
     report["provider"] = settings.llm.provider
+    if online and not asks_a_model:
+        note = 'llm.provider is "markers": nothing would be sent to count'
+        report["token_count_note"] = note
     if settings.llm.provider == "markers":
         # Markers are filed without a model: nothing is sent and nothing is billed.
         report.update(

@@ -29,9 +29,7 @@ This is the only module that imports `anthropic`. Its invariants:
 
 from __future__ import annotations
 
-import functools
 import random
-import ssl
 import time
 from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
@@ -67,22 +65,13 @@ from memoryd.llm.base import (
 from memoryd.llm.params import message_params
 from memoryd.llm.prices import Usage
 from memoryd.llm.ratelimit import RateGate, retry_after_seconds
+from memoryd.llm.tls import tls_context
 from memoryd.llm.tool_choice import PROCESS_TOOL_CHOICES, ToolChoices
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 DEFAULT_MAX_WAIT_SECONDS = 60.0
 # Connecting is quick or hopeless; only reading a long answer deserves the full timeout.
 _CONNECT_TIMEOUT_SECONDS = 10.0
-
-
-@functools.cache
-def tls_context() -> ssl.SSLContext:
-    """The TLS settings of every client this process makes: the SDK's own default (its HTTP
-    library's trusted roots, `SSL_CERT_FILE` and `SSL_CERT_DIR` honoured), made once. Loading
-    the roots costs 30-40 ms of CPU, which the daemon paid at every heartbeat that called the
-    model when each client made its own. A context is safe to share between clients and threads
-    once made; nothing changes it afterwards."""
-    return httpx2.create_ssl_context()
 
 
 _T = TypeVar("_T")
@@ -195,6 +184,19 @@ class AnthropicClient:
             cache_read_input_tokens=result.usage.cache_read_input_tokens,
         )
         return result
+
+    def count_tokens(self, request: ToolRequest) -> int:
+        """The input tokens `request` would be billed, as the endpoint counts them
+        (`POST /v1/messages/count_tokens`, with the tool choice `call_tool` would send). Raise
+        as `call_tool` does; an endpoint without the route answers 404 (PermanentLLMError)."""
+        params = message_params(request, forced=self._tool_choices.forces(request.model))
+        del params["max_tokens"]  # not a parameter of a count
+        counted = self._call(
+            "messages.count_tokens",
+            lambda: self._sdk.messages.count_tokens(**params),
+            model=request.model,
+        )
+        return counted.input_tokens
 
     def submit_batch(self, requests: Sequence[tuple[str, ToolRequest]]) -> str:
         """Submit `(custom_id, request)` pairs as one Message Batch; return the batch id.

@@ -29,7 +29,6 @@ from memoryd.errors import EXIT_CONFIG, EXIT_FAILED, EXIT_TEMPFAIL, TransientErr
 from memoryd.llm.anthropic_client import (
     DEFAULT_BASE_URL,
     AnthropicClient,
-    tls_context,
 )
 from memoryd.llm.base import (
     PermanentLLMError,
@@ -40,6 +39,7 @@ from memoryd.llm.base import (
 )
 from memoryd.llm.params import message_params
 from memoryd.llm.prices import Usage
+from memoryd.llm.tls import tls_context
 
 ClientFactory = Callable[..., AnthropicClient]
 RequestFactory = Callable[..., ToolRequest]
