@@ -3,11 +3,12 @@ choice (the fake server answers them exactly as the real API does), through the 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 from structlog.testing import capture_logs
-from tests.fakes.fake_anthropic import FakeAnthropicServer, Text
+from tests.fakes.fake_anthropic import FakeAnthropicServer, RecordedRequest, Text, ToolUse
 from tests.support.harness import Workspace, turn
 from tests.support.marker_model import marker_model, user_text
 from tests.support.rewrite import Planted, plant
@@ -112,3 +113,34 @@ def test_the_rewrite_works_with_a_rewrite_model_refusing_a_forced_tool(ws: Works
     assert [request.body["model"] for request in sent] == ["claude-sonnet-5-5"]
     assert choices(server) == ["auto"]
     assert "- Joined Acme as CTO [jane-doe-001]" in ws.read("life/areas/people/jane-doe/summary.md")
+
+
+def test_a_consolidation_answered_in_text_is_asked_once_more(ws: Workspace) -> None:
+    folder = ws.store / "agents" / "ops"
+    folder.mkdir(parents=True)
+    index = ["# Skills of ops", "", "One line per topic.", ""]
+    for number in range(55):
+        (folder / f"tool{number}.md").write_text(f"# tool{number}\n\n- tool{number} needs sudo\n")
+        index.append(f"- [tool{number}](tool{number}.md): tool{number} needs sudo")
+    (folder / "skills-index.md").write_text("\n".join(index) + "\n")
+    texts_first: list[str] = []
+
+    def model(request: RecordedRequest) -> ToolUse | Text:
+        content = request.body["messages"][0]["content"]
+        if not texts_first:  # the first consolidation request is answered in text
+            texts_first.append(content)
+            return Text("I would merge them all into one sudo topic.")
+        tips = [
+            {"text": "Run every tool with sudo -n", "from": re.findall(r"^(t\d+) ", content, re.M)}
+        ]
+        return ToolUse({"topics": [{"topic": "sudo", "tips": tips}]})
+
+    settings = ws.settings(llm={"rewrite_model": "claude-opus-5-5"})
+    with FakeAnthropicServer(handler=model) as server:
+        report = run_rewrite(ws, settings, server.base_url)
+        sent = server.message_requests
+
+    assert report.consolidated_agents == ["ops"]
+    assert len(sent) == 2 and choices(server) == ["auto", "auto"]
+    assert "did not call the consolidate_skills tool" in sent[1].body["messages"][0]["content"]
+    assert (folder / "sudo.md").read_text() == "# sudo\n\n- Run every tool with sudo -n\n"
