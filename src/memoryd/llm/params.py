@@ -4,15 +4,36 @@ Built from plain data, so a test or another adapter can read the exact request w
 A forced request names its tool in `tool_choice`. An automatic one (for the models that refuse a
 forced choice, `memoryd.llm.tool_choice`) uses `{"type": "auto"}`, marks the tool `strict` and
 ends the system prompt with `ANSWER_THROUGH_TOOL`, so that the prefix stays the same for every
-request to that model and is still cached.
+request to that model and is still cached. Strict decoding takes only part of JSON Schema: a
+strict tool's schema leaves out the bounds it does not take (string lengths and patterns,
+numeric bounds, item counts other than "at least one") and closes every object
+(`additionalProperties: false`). Shorter, never looser: the answer is validated against the full
+contract (the pydantic models) either way.
 """
 
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from typing import Any
 
 from memoryd.llm.base import ToolRequest
+
+# Keywords strict decoding does not take; "minItems" is kept when it is 0 or 1.
+_NOT_STRICT = frozenset(
+    {
+        "minLength",
+        "maxLength",
+        "pattern",
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "multipleOf",
+        "maxItems",
+        "uniqueItems",
+    }
+)
 
 ANSWER_THROUGH_TOOL = (
     "Answer only by calling the {tool} tool, exactly once, with an input that follows its "
@@ -31,8 +52,12 @@ def message_params(request: ToolRequest, *, forced: bool = True) -> dict[str, An
             {
                 "name": request.tool.name,
                 "description": request.tool.description,
-                # A deep copy: the SDK or a retry must never alter the caller's schema.
-                "input_schema": copy.deepcopy(dict(request.tool.input_schema)),
+                # A copy: the SDK or a retry must never alter the caller's schema.
+                "input_schema": (
+                    copy.deepcopy(dict(request.tool.input_schema))
+                    if forced
+                    else strict_schema(request.tool.input_schema)
+                ),
                 **({} if forced else {"strict": True}),
                 **cache,
             }
@@ -50,3 +75,27 @@ def message_params(request: ToolRequest, *, forced: bool = True) -> dict[str, An
     if system:
         params["system"] = [{"type": "text", "text": system, **cache}]
     return params
+
+
+def strict_schema(schema: Any) -> Any:
+    """A new copy of `schema` that strict decoding takes: the keywords it does not take left out,
+    every object closed to other properties."""
+    if isinstance(schema, list):
+        return [strict_schema(item) for item in schema]
+    if not isinstance(schema, Mapping):
+        return schema
+    kept = {
+        key: _strict_properties(value) if key == "properties" else strict_schema(value)
+        for key, value in schema.items()
+        if key not in _NOT_STRICT and not (key == "minItems" and value not in (0, 1))
+    }
+    if kept.get("type") == "object":
+        kept["additionalProperties"] = False
+    return kept
+
+
+def _strict_properties(properties: Any) -> Any:
+    # The keys here are property names, never keywords: a property may be called "pattern".
+    if not isinstance(properties, Mapping):
+        return properties
+    return {name: strict_schema(value) for name, value in properties.items()}

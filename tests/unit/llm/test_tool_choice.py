@@ -3,6 +3,7 @@ model accepts it, automatic and strict where it is known or learnt to refuse a f
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 import pytest
@@ -11,7 +12,7 @@ from tests.fakes.fake_anthropic import FakeAnthropicServer, ToolUse, forced_tool
 
 from memoryd.llm.anthropic_client import AnthropicClient
 from memoryd.llm.base import ToolChoiceRefusedError, ToolRequest, UnusableLLMError
-from memoryd.llm.params import message_params
+from memoryd.llm.params import message_params, strict_schema
 from memoryd.llm.tool_choice import ToolChoices, known_to_refuse_forced_tool
 
 RequestFactory = Callable[..., ToolRequest]
@@ -125,3 +126,42 @@ def test_a_model_refusing_even_auto_is_unusable_not_a_chunk_failure(
     assert raised.value.model == "claude-stubborn-1"
     assert "choose another model" in str(raised.value)
     assert len(server.message_requests) == 2  # forced, then auto; no retry of either
+
+
+def test_a_strict_schema_leaves_out_what_strict_decoding_does_not_take() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "pattern": {"type": "string", "minLength": 1, "maxLength": 9, "pattern": "^a"},
+            "tips": {
+                "type": "array",
+                "minItems": 1,
+                "maxItems": 5,
+                "items": {"type": "object", "properties": {"n": {"type": "integer", "minimum": 2}}},
+            },
+            "many": {"type": "array", "minItems": 3, "items": {"type": "string"}},
+        },
+        "required": ["pattern"],
+        "additionalProperties": False,
+    }
+    original = json.dumps(schema, sort_keys=True)
+
+    assert strict_schema(schema) == {
+        "type": "object",
+        "properties": {
+            "pattern": {"type": "string"},  # a property's name is not a keyword
+            "tips": {
+                "type": "array",
+                "minItems": 1,
+                "items": {
+                    "type": "object",
+                    "properties": {"n": {"type": "integer"}},
+                    "additionalProperties": False,  # every object closed
+                },
+            },
+            "many": {"type": "array", "items": {"type": "string"}},
+        },
+        "required": ["pattern"],
+        "additionalProperties": False,
+    }
+    assert json.dumps(schema, sort_keys=True) == original  # the caller's schema is untouched
