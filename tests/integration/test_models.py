@@ -16,6 +16,7 @@ from tests.support.rewrite_run import run as run_rewrite
 from tests.support.rewrite_run import summarizer
 
 from memoryd.errors import EXIT_FAILED, EXIT_OK
+from memoryd.jobs.heartbeat import dry_run_heartbeat
 
 
 @pytest.fixture
@@ -144,3 +145,15 @@ def test_a_consolidation_answered_in_text_is_asked_once_more(ws: Workspace) -> N
     assert len(sent) == 2 and choices(server) == ["auto", "auto"]
     assert "did not call the consolidate_skills tool" in sent[1].body["messages"][0]["content"]
     assert (folder / "sudo.md").read_text() == "# sudo\n\n- Run every tool with sudo -n\n"
+
+
+@pytest.mark.parametrize(("model", "chunks"), [("claude-sonnet-5-5", 1), ("claude-haiku-5-5", 2)])
+def test_chunks_are_cut_in_the_models_own_tokens(tmp_path: Path, model: str, chunks: int) -> None:
+    ws = Workspace(tmp_path)
+    ws.init()
+    words = " ".join(f"word{n % 10}" for n in range(300))  # about 450 estimated tokens
+    ws.write_log("a.jsonl", [turn("user", words, "2026-03-01T09:00:00Z")])
+    settings = ws.settings(llm={"model": model, "chunk_tokens": 500})
+    report = dry_run_heartbeat(settings, ws.environment())
+    # Under 500 tokens at chars/4, over it at Haiku 5.5's 1.3 tokens per chars/4 token.
+    assert report["chunks"] == chunks
