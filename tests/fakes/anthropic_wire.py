@@ -7,6 +7,8 @@ use fixed timestamps, so the same script gives the same bytes.
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -67,6 +69,19 @@ CREDIT_TOO_LOW_MESSAGE = (
     "Please go to Plans & Billing to upgrade or purchase credits."
 )
 REQUEST_TOO_LARGE_MESSAGE = "Request exceeds the maximum allowed number of bytes."
+FORCED_TOOL_REFUSED_MESSAGE = 'tool_choice type "tool" and "any" are not supported for this model'
+# The models the real API refuses a forced tool choice for (as of 2026-12), matched as prefixes
+# so that dated snapshots of them are refused too.
+MODELS_REFUSING_FORCED_TOOL = frozenset(
+    {
+        "claude-sonnet-5-5",
+        "claude-opus-5-5",
+        "claude-fable-5-1",
+        "claude-fable-5-2",
+        "claude-mythos-5-1",
+        "claude-mythos-5-2",
+    }
+)
 
 
 def invalid_key() -> Error:
@@ -99,6 +114,17 @@ def prompt_too_long(tokens: int = 212_345, maximum: int = 200_000) -> Error:
     return Error(
         400, "invalid_request_error", f"prompt is too long: {tokens} tokens > {maximum} maximum"
     )
+
+
+def forced_tool_refused() -> Error:
+    """400: the model accepts only an automatic tool choice, not a forced one."""
+    return Error(400, "invalid_request_error", FORCED_TOOL_REFUSED_MESSAGE)
+
+
+def forces_a_tool(params: Mapping[str, Any]) -> bool:
+    """Whether a request forces tool use (`tool_choice` of type ``tool`` or ``any``)."""
+    choice = params.get("tool_choice")
+    return isinstance(choice, Mapping) and choice.get("type") in {"tool", "any"}
 
 
 @dataclass(frozen=True)
@@ -158,7 +184,9 @@ def message_json(
     content: list[dict[str, Any]]
     if isinstance(answer, ToolUse):
         forced = params.get("tool_choice", {}).get("name")
-        name = answer.tool_name or forced or "tool"
+        # Under an automatic choice a model answering with a tool names one it was offered.
+        offered = [tool.get("name") for tool in params.get("tools", []) if isinstance(tool, dict)]
+        name = answer.tool_name or forced or (offered[0] if offered else None) or "tool"
         content = [
             {"type": "tool_use", "id": tool_use_id, "name": name, "input": dict(answer.input)}
         ]
@@ -209,6 +237,23 @@ def error_body(error: Error, request_id: str | None) -> dict[str, Any]:
     if error.error_code is not None:
         detail["details"] = {"error_code": error.error_code}
     return {"type": "error", "error": detail, "request_id": request_id}
+
+
+# The fake tokenizer: four characters a token, and Haiku 5.5's tokenizer about 30% denser.
+_DENSER_TOKENIZERS = {"claude-haiku-5-5": 1.3}
+
+
+def count_input_tokens(params: Mapping[str, Any]) -> int:
+    """The fake's count of a request's input tokens: system, messages and tool definitions."""
+    system = params.get("system", "")
+    texts = [system] if isinstance(system, str) else [b.get("text", "") for b in system]
+    for message in params.get("messages", []):
+        content = message.get("content", "")
+        texts += [content] if isinstance(content, str) else [json.dumps(content)]
+    texts += [json.dumps(tool, sort_keys=True) for tool in params.get("tools", [])]
+    model = str(params.get("model", ""))
+    factor = next((f for p, f in _DENSER_TOKENIZERS.items() if model.startswith(p)), 1.0)
+    return math.ceil(sum(len(text) for text in texts) / 4 * factor)
 
 
 def invalid_message_params(params: Any) -> str | None:

@@ -1,6 +1,8 @@
 """A fake Anthropic Messages API: a real local HTTP server the real SDK can talk to.
 
 It speaks just enough of the API for memoryd: ``POST /v1/messages``, ``POST
+/v1/messages/count_tokens`` (four characters a token, Haiku 5.5 30% denser; answered 404 as by a
+server without the route when ``count_tokens_available`` is False), ``POST
 /v1/messages/batches``, ``GET /v1/messages/batches/{id}`` and the results JSONL at the batch's
 ``results_url``. It listens on 127.0.0.1 on a free port, in a background thread.
 
@@ -15,8 +17,8 @@ shaped like the real API's ``{"type": "error", "error": {...}}``, with extra hea
 ``retry-after``). Any answer may carry ``delay_seconds`` to provoke client timeouts. The real
 API's answers to the errors memoryd handles are built by ``invalid_key()``,
 ``permission_denied()``, ``model_not_found(model)``, ``credit_too_low()``,
-``request_too_large()`` and ``prompt_too_long()``. Every error carries a ``request-id`` header
-and the same id in its body.
+``request_too_large()``, ``prompt_too_long()`` and ``forced_tool_refused()``. Every error
+carries a ``request-id`` header and the same id in its body.
 ``fail_next(*errors)`` makes the next HTTP requests on *any* endpoint fail (batch endpoints
 included) before the queue is consulted; ``cut_results_streams=N`` breaks the first N batch
 results downloads halfway, as a dropped connection would. ``latency_seconds`` delays every
@@ -27,8 +29,11 @@ past the limit gets a 429 ``rate_limit_error`` with ``retry-after`` (whole secon
 window ends) and the same headers. ``message_headers`` adds headers to every successful message
 answer. With ``api_key`` set, a request with
 another key gets the real 401; with ``models`` set, a message (or batch request) naming any
-other model gets the real 404 ``model: <name>``. Both can be changed while the server runs, to
-"fix" the key or the model in the middle of a test. Every HTTP request is recorded
+other model gets the real 404 ``model: <name>``. A request forcing a tool (``tool_choice``
+``tool`` or ``any``) for a model named in ``refusing_forced_tool`` (by prefix; by default the
+models the real API refuses it for, ``MODELS_REFUSING_FORCED_TOOL``) gets the real 400
+``invalid_request_error``, before any scripted answer is taken. The key and the models can be
+changed while the server runs, to "fix" them in the middle of a test. Every HTTP request is recorded
 (method, path, lower-cased headers, JSON body) in ``requests``.
 
 In a test::
@@ -75,6 +80,7 @@ from types import FrameType, TracebackType
 from typing import Any
 
 from tests.fakes.anthropic_wire import (
+    MODELS_REFUSING_FORCED_TOOL,
     Answer,
     Error,
     FakeUsage,
@@ -84,8 +90,11 @@ from tests.fakes.anthropic_wire import (
     ToolUse,
     answer_from_json,
     batch_json,
+    count_input_tokens,
     credit_too_low,
     error_body,
+    forced_tool_refused,
+    forces_a_tool,
     invalid_key,
     invalid_message_params,
     message_json,
@@ -96,6 +105,7 @@ from tests.fakes.anthropic_wire import (
 )
 
 __all__ = [
+    "MODELS_REFUSING_FORCED_TOOL",
     "Answer",
     "Error",
     "FakeAnthropicServer",
@@ -106,6 +116,7 @@ __all__ = [
     "ToolUse",
     "answer_from_json",
     "credit_too_low",
+    "forced_tool_refused",
     "invalid_key",
     "main",
     "model_not_found",
@@ -152,7 +163,11 @@ class FakeAnthropicServer:
         requests_per_window: int | None = None,
         window_seconds: float = 60.0,
         message_headers: Mapping[str, str] | None = None,
+        refusing_forced_tool: Iterable[str] = MODELS_REFUSING_FORCED_TOOL,
+        count_tokens_available: bool = True,
     ) -> None:
+        self.count_tokens_available = count_tokens_available
+        self.refusing_forced_tool = frozenset(refusing_forced_tool)
         self.latency_seconds = latency_seconds
         self._requests_per_window = requests_per_window
         self._window_seconds = window_seconds
@@ -279,7 +294,10 @@ class FakeAnthropicServer:
         parts = [part for part in path.split("/") if part]
         if method == "POST" and parts == ["v1", "messages"]:
             return self._message(recorded)
-        if method == "POST" and parts == ["v1", "messages", "batches"]:
+        if method == "POST" and parts == ["v1", "messages", "count_tokens"]:
+            if self.count_tokens_available:
+                return self._count_tokens(recorded)
+        elif method == "POST" and parts == ["v1", "messages", "batches"]:
             return self._create_batch(recorded)
         if method == "GET" and parts[:3] == ["v1", "messages", "batches"] and len(parts) == 4:
             return self._retrieve_batch(parts[3])
@@ -320,11 +338,16 @@ class FakeAnthropicServer:
         model = str(params.get("model"))
         return None if models is None or model in models else model_not_found(model)
 
+    def _refused_choice(self, params: Mapping[str, Any]) -> Error | None:
+        model = str(params.get("model"))
+        refuses = any(model.startswith(prefix) for prefix in self.refusing_forced_tool)
+        return forced_tool_refused() if refuses and forces_a_tool(params) else None
+
     def _message(self, request: RecordedRequest) -> _Response:
         problem = invalid_message_params(request.body)
         if problem:
             return self._error(Error(400, "invalid_request_error", problem))
-        unknown = self._unknown_model(request.body)
+        unknown = self._unknown_model(request.body) or self._refused_choice(request.body)
         if unknown is not None:
             return self._error(unknown)
         limits, refused = self._rate_limit()
@@ -336,6 +359,15 @@ class FakeAnthropicServer:
         message = self._message_json(request.body, answer)
         headers = {**limits, **self.message_headers}
         return _json_response(200, message, headers, answer.delay_seconds + self.latency_seconds)
+
+    def _count_tokens(self, request: RecordedRequest) -> _Response:
+        body = request.body if isinstance(request.body, dict) else None
+        if body is None or "model" not in body or "messages" not in body:
+            return self._error(Error(400, "invalid_request_error", "model, messages: required"))
+        problem = self._unknown_model(body) or self._refused_choice(body)
+        if problem is not None:
+            return self._error(problem)
+        return _json_response(200, {"input_tokens": count_input_tokens(body)})
 
     def _rate_limit(self) -> tuple[dict[str, str], Error | None]:
         """Count a message against the window: its rate-limit headers, and the 429 to answer
@@ -401,7 +433,9 @@ class FakeAnthropicServer:
         answer = (
             Error(400, "invalid_request_error", problem)
             if problem
-            else self._unknown_model(request.body) or self._next_answer(request)
+            else self._unknown_model(request.body)
+            or self._refused_choice(request.body)
+            or self._next_answer(request)
         )
         if isinstance(answer, Error):
             return {"type": "errored", "error": error_body(answer, None)}

@@ -24,6 +24,7 @@ from memoryd.jobs.heartbeat import build_heartbeat
 from memoryd.jobs.parts import make_scrubber
 from memoryd.jobs.reconcile import reconcile_state
 from memoryd.llm.anthropic_client import AnthropicClient
+from memoryd.llm.tool_choice import ToolChoices
 from memoryd.settings import Settings, parse_settings
 from memoryd.store.layout import init_store
 
@@ -52,6 +53,9 @@ class Workspace:
     now: datetime = NOW
     waits: list[float] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
+    # What the workspace's "process" learnt about models refusing a forced tool choice: one per
+    # workspace, so that no test sees what another one taught the process-wide default.
+    tool_choices: ToolChoices = field(default_factory=ToolChoices)
 
     @property
     def store(self) -> Path:
@@ -103,6 +107,7 @@ class Workspace:
             timeout_seconds=5,
             max_attempts=settings.llm.max_attempts,
             sleep=self.waits.append,
+            tool_choices=self.tool_choices,
         ) as client:
             yield LLMExtractor(client, model=settings.llm.model, max_tokens=2000, scrub=scrub)
 

@@ -36,5 +36,6 @@ def run(
             timeout_seconds=5,
             max_attempts=2,
             sleep=ws.waits.append,
+            tool_choices=ws.tool_choices,
         ) as client:
             return build_rewrite(settings, env, state, client).run(poll_only=poll_only)

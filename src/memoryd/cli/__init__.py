@@ -66,10 +66,15 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument(
         "--online",
         action="store_true",
-        help="also prove the API key, endpoint and model(s) with one tiny real request each",
+        help="also prove the API key, endpoint and model(s) with a tiny real extraction each",
     )
     heartbeat = subcommands.add_parser("heartbeat", help="one heartbeat now, then exit")
     heartbeat.add_argument("--dry-run", action="store_true", help="report, change nothing")
+    heartbeat.add_argument(
+        "--online",
+        action="store_true",
+        help="with --dry-run: the endpoint counts the tokens of the requests it would send",
+    )
     rewrite = subcommands.add_parser("rewrite", help="the weekly rewrite now, then exit")
     rewrite.add_argument("--dry-run", action="store_true", help="report, change nothing")
     subcommands.add_parser("run", help="the daemon: scheduler in the foreground")

@@ -15,12 +15,14 @@ from typing import TextIO
 from memoryd.budget import OUTPUT_TOKENS_GUESS, PROMPT_TOKENS_ALLOWANCE
 from memoryd.daemon.status import STATUS_BUSY_TIMEOUT_MS
 from memoryd.errors import EXIT_CONFIG, EXIT_OK, StoreError
+from memoryd.extractors.extract import InvalidAnswerError
 from memoryd.extractors.recovery import GENERATION_KEY
 from memoryd.jobs.environment import Environment, host_name
 from memoryd.jobs.parts import git_store, llm_client_for
 from memoryd.jobs.reconcile import BINDING_KEY, has_learnt, reconcile_verdict
 from memoryd.jobs.sync_health import host_code_clashes
-from memoryd.llm.base import LLMError, UnusableLLMError
+from memoryd.jobs.trial import trial_extraction
+from memoryd.llm.base import MODEL_KINDS, LLMError, PermanentLLMError, UnusableLLMError
 from memoryd.logs import get_logger
 from memoryd.prompts import PromptError, check_prompts
 from memoryd.settings import (
@@ -45,9 +47,10 @@ def cmd_check(
     args: argparse.Namespace, config: LoadedConfig, environ: Mapping[str, str], out: TextIO
 ) -> int:
     """Check the configuration and what it points at; exit 78 on any problem. Nothing is
-    contacted unless `--online`, which proves the key, the endpoint and each model with the
-    cheapest real request (see `_online_problems`). Nothing is changed: the state database is
-    only read, and what a job would do about it (move it aside, rebuild it) is a warning."""
+    contacted unless `--online`, which proves the key, the endpoint and each model with a
+    heartbeat's own request on a tiny excerpt (see `_online_problems`). Nothing is changed:
+    the state database is only read, and what a job would do about it (move it aside, rebuild
+    it) is a warning."""
     report = check_environment(config.settings, environ)
     report.problems.extend(_store_problems(config, environ))
     report.warnings.extend(_budget_warnings(config))
@@ -69,9 +72,11 @@ def cmd_check(
 
 
 def _online_problems(config: LoadedConfig, environ: Mapping[str, str], out: TextIO) -> list[str]:
-    """Prove the API key, the endpoint and `llm.model` (and `llm.rewrite_model` when it differs)
-    with one real request each, through the adapter the jobs use: a one-token answer to a
-    one-word prompt. Print each model that answered; return the problems, each with the
+    """Prove the API key, the endpoint and that `llm.model` (and `llm.rewrite_model` when it
+    differs) can do memoryd's task: each is sent the request a heartbeat sends, on a tiny
+    made-up excerpt (`memoryd.jobs.trial`: the tool, the tool choice the client uses for that
+    model, prompt caching, one corrective retry), and must answer through the tool with a valid
+    input. Print each model that did; return the problems, each naming the model, with the
     server's own message. A problem with the key, the account or the endpoint is not asked
     again for the second model."""
     settings = config.settings
@@ -89,22 +94,35 @@ def _online_problems(config: LoadedConfig, environ: Mapping[str, str], out: Text
         assert client is not None  # noqa: S101 - the markers provider returned above
         for key, model in models.items():
             try:
-                request_id = client.probe(model)
-            except LLMError as error:
-                model_problem = isinstance(error, UnusableLLMError) and error.kind in (
-                    "model_not_found",
-                    "permission",
+                extraction = trial_extraction(client, settings, model)
+            except InvalidAnswerError as error:
+                problems.append(
+                    f"At '{key}': online: {model} at {client.endpoint} cannot do memoryd's task: "
+                    f"asked to answer through the record_memories tool, it gave no valid tool "
+                    f"answer ({error.reason}); choose another model"
                 )
-                problems.append(f"At '{key if model_problem else 'llm'}': online: {error}")
-                if not model_problem:
+                continue
+            except LLMError as error:
+                about_model = _about_the_model(error)
+                where = f"'{key}': online: {model}:" if about_model else "'llm': online:"
+                problems.append(f"At {where} {error}")
+                if not about_model:
                     break  # the key, the account or the endpoint: the next model says the same
                 continue
             print(
                 f"online: {client.endpoint} answered for {key} {model}: OK "
-                f"(request {request_id or 'without an id'})",
+                f"(a valid record_memories answer, {extraction.usage.input_tokens} input tokens)",
                 file=out,
             )
     return problems
+
+
+def _about_the_model(error: LLMError) -> bool:
+    """Whether a refused request is about the one model (the next may do better) rather than
+    the key, the account or the endpoint."""
+    if isinstance(error, UnusableLLMError):
+        return error.kind == "permission" or error.kind in MODEL_KINDS
+    return isinstance(error, PermanentLLMError)
 
 
 def _print_report(report: CheckReport, config: LoadedConfig, out: TextIO) -> None:

@@ -1,4 +1,5 @@
-"""`memoryd heartbeat [--dry-run]` (docs/cli.md): one heartbeat by hand, under the writer's lock.
+"""`memoryd heartbeat [--dry-run [--online]]` (docs/cli.md): one heartbeat by hand, under the
+writer's lock, or what it would send (counted by the endpoint with `--online`).
 
 It exits 78 when the LLM's account, key, model or endpoint cannot be used
 (`HeartbeatReport.exit_code`), 75 when another memoryd holds the lock past the wait.
@@ -13,7 +14,7 @@ from collections.abc import Mapping
 from typing import TextIO
 
 from memoryd.cli.progress import TerminalProgress
-from memoryd.errors import EXIT_OK
+from memoryd.errors import EXIT_OK, EXIT_USAGE
 from memoryd.jobs.environment import LOCK_WAIT_SECONDS, Environment
 from memoryd.jobs.heartbeat import dry_run_heartbeat, run_heartbeat
 from memoryd.jobs.lock import single_writer
@@ -30,8 +31,11 @@ def cmd_heartbeat(
 ) -> int:
     settings = config.settings
     env = Environment.live(environ)
+    if args.online and not args.dry_run:
+        print("memoryd heartbeat: --online goes with --dry-run", file=sys.stderr)
+        return EXIT_USAGE
     if args.dry_run:
-        report = dry_run_heartbeat(settings, env)
+        report = dry_run_heartbeat(settings, env, online=args.online)
         print(json.dumps(report, indent=2, sort_keys=True), file=out)
         return EXIT_OK
     progress = TerminalProgress.for_stream(sys.stderr)  # a backfill by hand shows progress

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from memoryd.extractors.chunking import Chunk, chunk_from_json, cut_chunks
+from memoryd.extractors.chunking import Chunk, TokenEstimator, chunk_from_json, cut_chunks
+from memoryd.llm.base import estimate_tokens
 from memoryd.logs import get_logger
 from memoryd.sources.cursor import CursorError, StoredCursors
 from memoryd.sources.model import Conversation
@@ -73,6 +74,7 @@ def read_sources(
     backfill: timedelta | None,
     now: datetime,
     index_mentions: bool,
+    estimate: TokenEstimator = estimate_tokens,
 ) -> Intake:
     intake = Intake([], {}, {}, {}, stored_ahead(state))
     since = now - backfill if backfill else None
@@ -98,7 +100,7 @@ def read_sources(
                 intake.sources_by_file[turn.provenance.file] = source.key
             if index_mentions:
                 index_conversation(state, cleaned, zone)
-            intake.chunks.extend(cut_chunks(cleaned, zone, chunk_tokens))
+            intake.chunks.extend(cut_chunks(cleaned, zone, chunk_tokens, estimate))
         if result.more:
             intake.more = True
             log.info("source.more_to_read", source=source.key, agent=source.agent)

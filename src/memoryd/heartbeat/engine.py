@@ -53,7 +53,7 @@ from memoryd.heartbeat import committing, processing, sharing
 from memoryd.heartbeat.ahead import Ahead
 from memoryd.heartbeat.processing import ReadAccess, SecretScanner, StoreWork, SummaryRefresher
 from memoryd.heartbeat.run import HeartbeatOptions, RunBook
-from memoryd.llm.base import estimate_tokens
+from memoryd.llm.base import LLMError
 from memoryd.llm.prices import PriceTable
 from memoryd.logs import get_logger
 from memoryd.state.facade import State
@@ -62,6 +62,8 @@ from memoryd.worktree import UnitOfWork
 
 if TYPE_CHECKING:
     from memoryd.extractors.extract import Extractor
+    from memoryd.extractors.llm_extractor import LLMExtractor
+    from memoryd.heartbeat.counting import TokenCounter
 
 log = get_logger("memoryd.extractors.heartbeat")  # the name its events always had
 
@@ -208,31 +210,61 @@ class Heartbeat:
             withheld=frozenset(self._withheld),
         )
 
-    def dry_run(self, *, shares_calls: bool = False) -> dict[str, Any]:
+    def dry_run(
+        self,
+        *,
+        shares_calls: bool = False,
+        counting: tuple[LLMExtractor, TokenCounter] | None = None,
+    ) -> dict[str, Any]:
         """What a heartbeat would send now: chunks, calls, estimated tokens and cost. Changes
         nothing. With `shares_calls` (a model is asked), short chunks are grouped into calls
-        the way a real heartbeat groups them (`memoryd.heartbeat.sharing`)."""
+        the way a real heartbeat groups them (`memoryd.heartbeat.sharing`). With `counting` (the
+        extractor that builds the requests and what counts their tokens, the endpoint:
+        `memoryd.heartbeat.counting`), the counted tokens and cost are added; when counting
+        fails the estimate stands, with a note saying why."""
         read = self._intake(index_mentions=False)
         chunks = [c for c in chronological(read.chunks) if c.has_dialogue]
         fresh = [c for c in chunks if self.state.journal.answered(c.key) is None]
         limit = self.settings.sections_per_call if shares_calls else 1
-        calls = sharing.calls_of(fresh, self.settings.chunk_tokens, limit)
+        estimate = self.settings.estimate_tokens
+        calls = sharing.calls_of(fresh, self.settings.chunk_tokens, limit, estimate)
         inputs = [
-            sum(estimate_tokens(c.render()) for c in call) + PROMPT_TOKENS_ALLOWANCE
-            for call in calls
+            sum(estimate(c.render()) for c in call) + PROMPT_TOKENS_ALLOWANCE for call in calls
         ]
-        costs = [self.budget.estimate(tokens) for tokens in inputs]
-        cost = None if None in costs else sum(c for c in costs if c is not None)
-        return {
+        report = {
             "chunks": len(chunks),
             "chunks_to_send": len(fresh),
             "estimated_calls": len(calls),
             "estimated_input_tokens": sum(inputs),
-            "estimated_cost_usd": None if cost is None else round(cost, 4),
+            "estimated_cost_usd": self._cost_of(inputs),
             "model": self.settings.model,
             "by_agent": _count_by(fresh, lambda c: c.agent),
             "days": sorted({c.day.isoformat() for c in fresh}),
         }
+        if counting is not None:
+            report.update(_counted(calls, lambda c: self._count(c, *counting), self._cost_of))
+        return report
+
+    def _count(
+        self, calls: list[list[Chunk]], extractor: LLMExtractor, counter: TokenCounter
+    ) -> list[int]:
+        # Imported here: only an online dry run builds requests to count.
+        from memoryd.heartbeat.counting import count_calls  # noqa: PLC0415
+
+        options = self.settings
+        return count_calls(
+            calls,
+            git=self.git,
+            options=options,
+            clock=self.clock,
+            extractor=extractor,
+            counter=counter,
+        )
+
+    def _cost_of(self, inputs: Sequence[int]) -> float | None:
+        """The estimated cost of calls with these input tokens (None for an unpriced model)."""
+        costs = [self.budget.estimate(tokens) for tokens in inputs]
+        return None if None in costs else round(sum(c for c in costs if c is not None), 4)
 
     def _intake(self, *, index_mentions: bool) -> Intake:
         return read_sources(
@@ -241,10 +273,35 @@ class Heartbeat:
             clean=self.clean,
             zone=self.settings.zone,
             chunk_tokens=self.settings.chunk_tokens,
+            estimate=self.settings.estimate_tokens,
             backfill=self.settings.backfill,
             now=self.clock(),
             index_mentions=index_mentions,
         )
+
+
+def _counted(
+    calls: list[list[Chunk]],
+    count: Callable[[list[list[Chunk]]], list[int]],
+    cost_of: Callable[[Sequence[int]], float | None],
+) -> dict[str, Any]:
+    """The dry run's figures from the endpoint's count, or a note saying why there are none."""
+    if not calls:
+        return {"token_count": "count_tokens", "counted_input_tokens": 0, "counted_cost_usd": 0.0}
+    try:
+        counted = count(calls)
+    except LLMError as error:
+        return {
+            "token_count": "estimate",
+            "token_count_note": f"the endpoint could not count tokens ({error}); "
+            "estimated_input_tokens is memoryd's own estimate",
+        }
+    # The output is not counted: the budget's usual guess of it is priced in, as for the estimate.
+    return {
+        "token_count": "count_tokens",
+        "counted_input_tokens": sum(counted),
+        "counted_cost_usd": cost_of(counted),
+    }
 
 
 def _count_by(chunks: Sequence[Chunk], key: Callable[[Chunk], str]) -> dict[str, int]:

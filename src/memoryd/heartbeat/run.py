@@ -21,8 +21,8 @@ from memoryd.extractors.chunking import Chunk
 from memoryd.extractors.extract import Extractor
 from memoryd.extractors.report import HeartbeatReport
 from memoryd.heartbeat.ahead import Ahead, Flight
-from memoryd.llm.base import estimate_tokens
 from memoryd.llm.prices import Usage
+from memoryd.llm.tokens import scaled_estimate
 from memoryd.logs import get_logger
 from memoryd.state.facade import State
 from memoryd.state.meta import unusable_llm
@@ -59,6 +59,13 @@ class HeartbeatOptions:
     sections_per_call: int = 1  # short chunks sharing one call (`memoryd.heartbeat.sharing`)
     catalog_cache: Path | None = None  # the entity catalogue's cache (in the state directory)
     keep_catalog: bool = False  # kept in memory for the process's next heartbeat (the daemon)
+    # The model's tokens per chars/4 estimate token (`memoryd.llm.tokens`); `chunk_tokens` and
+    # every estimate are in the model's tokens.
+    token_factor: float = 1.0
+
+    def estimate_tokens(self, text: str) -> int:
+        """The estimated tokens of `text` in the model's tokenizer."""
+        return scaled_estimate(text, self.token_factor)
 
 
 @dataclass
@@ -160,7 +167,8 @@ class RunBook:
     def estimate(self, chunk: Chunk) -> float | None:
         """The estimated cost of the chunk's call: its transcript plus a fixed allowance for
         the prompt, tool schema and context."""
-        return self.budget.estimate(estimate_tokens(chunk.render()) + PROMPT_TOKENS_ALLOWANCE)
+        tokens = self.settings.estimate_tokens(chunk.render())
+        return self.budget.estimate(tokens + PROMPT_TOKENS_ALLOWANCE)
 
     @property
     def llm_proven(self) -> bool:

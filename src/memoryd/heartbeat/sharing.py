@@ -38,6 +38,7 @@ from memoryd.heartbeat.ahead import full_plan, lean_plan
 from memoryd.heartbeat.run import RunBook
 from memoryd.llm.base import PermanentLLMError, TransientLLMError, UnusableLLMError, estimate_tokens
 from memoryd.llm.prices import Usage
+from memoryd.llm.tokens import TokenEstimator
 from memoryd.logs import get_logger
 
 if TYPE_CHECKING:
@@ -52,7 +53,12 @@ SHORT_SHARE = 4
 ALONE_KEY = "sharing.ask_alone"
 
 
-def plan_groups(chunks: list[Chunk], chunk_tokens: int, limit: int) -> dict[str, list[Chunk]]:
+def plan_groups(
+    chunks: list[Chunk],
+    chunk_tokens: int,
+    limit: int,
+    estimate: TokenEstimator = estimate_tokens,
+) -> dict[str, list[Chunk]]:
     """The groups of chunks that share one call, by the key of their first chunk (only groups
     of two or more). The same chunks always give the same groups."""
     groups: dict[str, list[Chunk]] = {}
@@ -64,7 +70,7 @@ def plan_groups(chunks: list[Chunk], chunk_tokens: int, limit: int) -> dict[str,
             groups[current[0].key] = list(current)
 
     for chunk in chunks:
-        size = estimate_tokens(chunk.render()) if chunk.has_dialogue else chunk_tokens
+        size = estimate(chunk.render()) if chunk.has_dialogue else chunk_tokens
         fits = (
             current
             and size <= chunk_tokens // SHORT_SHARE
@@ -83,10 +89,15 @@ def plan_groups(chunks: list[Chunk], chunk_tokens: int, limit: int) -> dict[str,
     return groups
 
 
-def calls_of(chunks: list[Chunk], chunk_tokens: int, limit: int) -> list[list[Chunk]]:
+def calls_of(
+    chunks: list[Chunk],
+    chunk_tokens: int,
+    limit: int,
+    estimate: TokenEstimator = estimate_tokens,
+) -> list[list[Chunk]]:
     """The model calls that would send `chunks` (chronological): each group one call, every
     other chunk a call of its own (a dry run's estimate)."""
-    groups = plan_groups(chunks, chunk_tokens, limit) if limit >= 2 else {}
+    groups = plan_groups(chunks, chunk_tokens, limit, estimate) if limit >= 2 else {}
     grouped = {member.key for members in groups.values() for member in members}
     return [
         groups.get(chunk.key, [chunk])
@@ -102,7 +113,10 @@ def plan(run: RunBook, chunks: list[Chunk]) -> None:
         return
     alone = _asked_alone(run, chunks)
     run.groups = plan_groups(
-        [chunk for chunk in chunks if chunk.key not in alone], run.settings.chunk_tokens, limit
+        [chunk for chunk in chunks if chunk.key not in alone],
+        run.settings.chunk_tokens,
+        limit,
+        run.settings.estimate_tokens,
     )
     for members in run.groups.values():
         run.not_ahead.update(member.key for member in members)
@@ -132,7 +146,8 @@ def take(
     if len(members) < 2:
         return False, None
     estimate = run.budget.estimate(
-        sum(estimate_tokens(member.render()) for member in members) + PROMPT_TOKENS_ALLOWANCE
+        sum(run.settings.estimate_tokens(member.render()) for member in members)
+        + PROMPT_TOKENS_ALLOWANCE
     )
     if estimate is not None and not run.budget.allows_cost(
         estimate + run.ahead.reserved(), run.report.cost_usd

@@ -9,11 +9,12 @@ open for its length.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from memoryd.budget import PROMPT_TOKENS_ALLOWANCE
 from memoryd.collector import frozen_while
 from memoryd.extractors.extract import Extractor, MarkersExtractor, WatchedExtractor
 from memoryd.gitrepo import GitStore
@@ -22,6 +23,7 @@ from memoryd.jobs.environment import Environment, host_name, open_state
 from memoryd.jobs.parts import (
     extractor_for,
     git_store,
+    llm_client_for,
     make_cleaner,
     make_scanner,
     make_scrubber,
@@ -29,6 +31,8 @@ from memoryd.jobs.parts import (
 )
 from memoryd.jobs.session import writing_session
 from memoryd.jobs.sources import build_sources
+from memoryd.llm.tokens import chunk_tokens_for, token_factor
+from memoryd.logs import get_logger
 from memoryd.reading.accesses import claim_reads, release_reads
 from memoryd.settings import Settings, state_directory
 from memoryd.state.facade import State
@@ -39,8 +43,9 @@ if TYPE_CHECKING:
     from memoryd.worktree import FileTransaction
 
 # Summaries and the search index are refreshed only after a heartbeat that filed something: their
-# modules are imported there, so that an idle heartbeat does not pay for them. The
-# same for the fact store (`memoryd.store.items`), whose host code only a shared store needs.
+# modules are imported there, so that an idle heartbeat does not pay for them. The same for the
+# online dry run's request counting, and for the fact store (`memoryd.store.items`), whose host
+# code only a shared store needs.
 
 
 def heartbeat_options(
@@ -55,9 +60,22 @@ def heartbeat_options(
         from memoryd.store.items import host_id_code  # noqa: PLC0415 - see the top
 
         host_code = host_id_code(host)
+    model = settings.llm.model
+    asks_a_model = settings.llm.provider != "markers"
+    chunk_tokens = settings.llm.chunk_tokens
+    if asks_a_model:  # in the model's own tokens, under its price band (`memoryd.llm.tokens`)
+        chunk_tokens = chunk_tokens_for(model, chunk_tokens, PROMPT_TOKENS_ALLOWANCE)
+        if chunk_tokens != settings.llm.chunk_tokens:
+            get_logger("memoryd.jobs").info(
+                "llm.chunk_tokens_clamped",
+                model=model,
+                configured=settings.llm.chunk_tokens,
+                effective=chunk_tokens,
+            )
     return HeartbeatOptions(
         zone=settings.schedule.zone,
-        chunk_tokens=settings.llm.chunk_tokens,
+        chunk_tokens=chunk_tokens,
+        token_factor=token_factor(model) if asks_a_model else 1.0,
         context_facts=settings.llm.context_facts,
         min_mentions=settings.entities.min_mentions,
         skills_dir=settings.store.skills_dir,
@@ -201,14 +219,35 @@ def _after(callback: Callable[[], None]) -> Iterator[None]:
         callback()
 
 
-def dry_run_heartbeat(settings: Settings, env: Environment) -> dict[str, object]:
-    """What a heartbeat would send now: chunks, estimated tokens and cost. Changes nothing."""
-    with open_state(settings, env) as state:
-        # A dry run calls no model: the markers extractor stands in and is never asked.
+def dry_run_heartbeat(
+    settings: Settings, env: Environment, *, online: bool = False
+) -> dict[str, object]:
+    """What a heartbeat would send now: chunks, estimated tokens and cost. Changes nothing.
+    `online`: the endpoint also counts the requests it would send (`memoryd.heartbeat.counting`);
+    no extraction is asked. Raise ConfigError when `online` finds no API key."""
+    asks_a_model = settings.llm.provider != "markers"
+    with open_state(settings, env) as state, ExitStack() as stack:
+        # A dry run asks no model: the markers extractor stands in and is never asked.
         extractor = MarkersExtractor(make_scrubber(settings))
         heartbeat = build_heartbeat(settings, env, state, extractor, dry_run=True)
-        report = heartbeat.dry_run(shares_calls=settings.llm.provider != "markers")
+        counting = None
+        if online and asks_a_model:
+            client = stack.enter_context(llm_client_for(settings, env))
+            assert client is not None  # noqa: S101 - the provider asks a model
+            from memoryd.extractors.llm_extractor import LLMExtractor  # noqa: PLC0415 - see the top
+
+            builder = LLMExtractor(
+                client,
+                model=settings.llm.model,
+                max_tokens=settings.llm.max_output_tokens,
+                scrub=make_scrubber(settings),
+            )
+            counting = (builder, client)
+        report = heartbeat.dry_run(shares_calls=asks_a_model, counting=counting)
     report["provider"] = settings.llm.provider
+    if online and not asks_a_model:
+        note = 'llm.provider is "markers": nothing would be sent to count'
+        report["token_count_note"] = note
     if settings.llm.provider == "markers":
         # Markers are filed without a model: nothing is sent and nothing is billed.
         report.update(

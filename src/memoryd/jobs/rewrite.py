@@ -27,7 +27,7 @@ from memoryd.jobs.parts import (
 )
 from memoryd.jobs.reconcile import reconcile_state
 from memoryd.jobs.session import writing_session
-from memoryd.llm.base import estimate_tokens
+from memoryd.llm.tokens import estimate_tokens_for
 from memoryd.prompts import check_prompts
 from memoryd.rewrite import consolidate
 from memoryd.rewrite.engine import Rewrite, RewriteOptions
@@ -139,7 +139,8 @@ def dry_run_plan(rewrite: Rewrite, mode: Mode) -> dict[str, object]:
     if mode == "llm":
         for candidate in to_write:
             request = rewrite.summary_request(candidate.input)
-            tokens += estimate_tokens(request.system + request.user_content) + 500
+            tokens += estimate_tokens_for(request.model, request.system + request.user_content)
+            tokens += 500
     settings = rewrite.settings
     targets = consolidate.find_targets(uow, settings.skills_dir, settings.tacit_file)
     pending = rewrite.state.rewrites.pending_batch()

@@ -6,9 +6,11 @@ so the policy reads as one table.
 Failures are typed by what the caller can do (`memoryd.llm.base`). About the account, key, model
 or endpoint, whatever is sent (`UnusableLLMError`, exit 78): 401 authentication, 403 permission,
 a 400 saying the credit balance is too low, and, for a message or a batch, 404 (the model is
-unknown or retired, or the base URL is wrong) and 413 (the endpoint's size limit: chunks are
-bounded by `llm.chunk_tokens`). About this request (`PermanentLLMError`): any other 4xx, e.g. a
-400 "prompt is too long" for one chunk, or a 404 for one batch id.
+unknown or retired, or the base URL is wrong), 413 (the endpoint's size limit: chunks are
+bounded by `llm.chunk_tokens`) and a 400 saying the model does not support the tool choice sent
+(`ToolChoiceRefusedError`, which the adapter answers by resending with `auto`). About this
+request (`PermanentLLMError`): any other 4xx, e.g. a 400 "prompt is too long" for one chunk, or
+a 404 for one batch id.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from memoryd.llm.base import (
     LLMError,
     PermanentLLMError,
     SpendLimitError,
+    ToolChoiceRefusedError,
     TransientLLMError,
     UnusableKind,
     UnusableLLMError,
@@ -48,6 +51,11 @@ _MODEL_OPERATIONS = frozenset({"messages.create", "batches.create"})
 _ACCOUNT_STATUSES: dict[int, UnusableKind] = {401: "authentication", 403: "permission"}
 _MODEL_STATUSES: dict[int, UnusableKind] = {404: "model_not_found", 413: "request_too_large"}
 _BAD_REQUEST = 400
+# The real API's answer to a forced tool choice for a model that accepts only `auto`
+# (a 400 invalid_request_error): 'tool_choice type "tool" and "any" are not supported for
+# this model'. Matched loosely, on its two key phrases, so a rewording keeps working.
+_TOOL_CHOICE = "tool_choice"
+_NOT_SUPPORTED = "not supported"
 
 
 def is_spend_limit(error_code: str | None, status: int) -> bool:
@@ -68,6 +76,12 @@ def should_retry_header(headers: Mapping[str, str]) -> bool | None:
     if value == "false":
         return False
     return None
+
+
+def is_tool_choice_refusal(status: int, api_message: str | None) -> bool:
+    """Whether an answer says the model does not support the tool choice that was sent."""
+    message = (api_message or "").lower()
+    return status == _BAD_REQUEST and _TOOL_CHOICE in message and _NOT_SUPPORTED in message
 
 
 def unusable_kind(operation: str, status: int, api_message: str | None) -> UnusableKind | None:
@@ -120,6 +134,9 @@ def translate_answer(
         return SpendLimitError(description, **details)
     if should_retry_header(answer.headers) or is_transient_status(answer.status):
         return TransientLLMError(description, **details)
+    if is_tool_choice_refusal(answer.status, answer.api_message):
+        api_message = clip(answer.api_message or "")
+        return ToolChoiceRefusedError(description, model=model, api_message=api_message, **details)
     kind = unusable_kind(operation, answer.status, answer.api_message)
     if kind is not None:
         api_message = clip(answer.api_message or "")

@@ -21,15 +21,15 @@ This is the only module that imports `anthropic`. Its invariants:
 - Each retry logs `llm.retry`; a call that fails for good logs `llm.failed`. Both carry the
   operation, attempt, status, error class, request id and wait; never content or the key.
   A successful call logs `llm.called` at debug level with its usage.
-- Every call forces its one tool; the stable prefix (system block and tool definition) is
-  marked `cache_control: ephemeral` when the request asks for it.
+- Every call offers one tool, forced where the model accepts it and otherwise automatic and
+  strict (`memoryd.llm.tool_choice`; a forced choice refused with a 400 is resent at once as
+  `auto`); the stable prefix (system block and tool definition) is marked
+  `cache_control: ephemeral` when the request asks for it.
 """
 
 from __future__ import annotations
 
-import functools
 import random
-import ssl
 import time
 from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
@@ -65,21 +65,13 @@ from memoryd.llm.base import (
 from memoryd.llm.params import message_params
 from memoryd.llm.prices import Usage
 from memoryd.llm.ratelimit import RateGate, retry_after_seconds
+from memoryd.llm.tls import tls_context
+from memoryd.llm.tool_choice import PROCESS_TOOL_CHOICES, ToolChoices
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 DEFAULT_MAX_WAIT_SECONDS = 60.0
 # Connecting is quick or hopeless; only reading a long answer deserves the full timeout.
 _CONNECT_TIMEOUT_SECONDS = 10.0
-
-
-@functools.cache
-def tls_context() -> ssl.SSLContext:
-    """The TLS settings of every client this process makes: the SDK's own default (its HTTP
-    library's trusted roots, `SSL_CERT_FILE` and `SSL_CERT_DIR` honoured), made once. Loading
-    the roots costs 30-40 ms of CPU, which the daemon paid at every heartbeat that called the
-    model when each client made its own. A context is safe to share between clients and threads
-    once made; nothing changes it afterwards."""
-    return httpx2.create_ssl_context()
 
 
 _T = TypeVar("_T")
@@ -109,6 +101,7 @@ class AnthropicClient:
         rng: random.Random | None = None,
         max_wait_seconds: float = DEFAULT_MAX_WAIT_SECONDS,
         initial_wait_seconds: float = 1.0,
+        tool_choices: ToolChoices = PROCESS_TOOL_CHOICES,
     ) -> None:
         if not api_key:
             endpoint = (base_url or DEFAULT_BASE_URL).rstrip("/")
@@ -118,6 +111,7 @@ class AnthropicClient:
         if timeout_seconds <= 0:
             raise ValueError(f"timeout_seconds must be positive, got {timeout_seconds}")
         self._max_attempts = max_attempts
+        self._tool_choices = tool_choices
         self._sleep = sleep
         # Jitter needs no reproducibility in production; tests pass a seeded generator.
         self._rng = rng if rng is not None else random.Random()  # noqa: S311 - jitter, not crypto
@@ -161,8 +155,12 @@ class AnthropicClient:
         self.close()
 
     def call_tool(self, request: ToolRequest) -> ToolResult:
-        """Send one forced-tool request; see `LLMClient.call_tool`."""
-        params = message_params(request)
+        """Send one tool request, with the tool choice its model accepts; see
+        `LLMClient.call_tool` and `memoryd.llm.tool_choice`."""
+        return self._tool_choices.call(request, self._send_tool_request)
+
+    def _send_tool_request(self, request: ToolRequest, forced: bool) -> ToolResult:
+        params = message_params(request, forced=forced)
         request_id: str | None = None
 
         def create() -> Message:
@@ -187,18 +185,18 @@ class AnthropicClient:
         )
         return result
 
-    def probe(self, model: str) -> str | None:
-        """Prove the key, the endpoint and `model` with the cheapest real request: a one-token
-        answer to a one-word prompt, no tools. Return the request id; raise as `call_tool` does
-        (UnusableLLMError for a refused key, an unknown model, no credit, ...)."""
-        message = self._call(
-            "messages.create",
-            lambda: self._sdk.messages.create(
-                model=model, max_tokens=1, messages=[{"role": "user", "content": "ping"}]
-            ),
-            model=model,
+    def count_tokens(self, request: ToolRequest) -> int:
+        """The input tokens `request` would be billed, as the endpoint counts them
+        (`POST /v1/messages/count_tokens`, with the tool choice `call_tool` would send). Raise
+        as `call_tool` does; an endpoint without the route answers 404 (PermanentLLMError)."""
+        params = message_params(request, forced=self._tool_choices.forces(request.model))
+        del params["max_tokens"]  # not a parameter of a count
+        counted = self._call(
+            "messages.count_tokens",
+            lambda: self._sdk.messages.count_tokens(**params),
+            model=request.model,
         )
-        return message._request_id
+        return counted.input_tokens
 
     def submit_batch(self, requests: Sequence[tuple[str, ToolRequest]]) -> str:
         """Submit `(custom_id, request)` pairs as one Message Batch; return the batch id.
@@ -208,7 +206,10 @@ class AnthropicClient:
         """
         validate_custom_ids([custom_id for custom_id, _ in requests])
         payload = [
-            {"custom_id": custom_id, "params": message_params(request)}
+            {
+                "custom_id": custom_id,
+                "params": message_params(request, forced=self._tool_choices.forces(request.model)),
+            }
             for custom_id, request in requests
         ]
         # The SDK types each entry as a TypedDict; message_params builds exactly that shape.
@@ -230,7 +231,7 @@ class AnthropicClient:
         """Return each request's outcome by custom_id, in custom_id order.
 
         A succeeded request gives a ToolResult (its `tool_input` taken from the first
-        `tool_use` block, since every request forced one tool); any other gives a
+        `tool_use` block, since every request offered one tool); any other gives a
         BatchItemFailure. Raise BatchNotEndedError if the batch is still processing.
         """
         status = self.batch_status(batch_id)

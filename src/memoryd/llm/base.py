@@ -1,10 +1,11 @@
 """The one small interface the pipeline calls an LLM through, and the errors it may raise.
 
 Every extraction asks for exactly one thing: "send this stable prefix (system text and one tool
-definition) plus this variable user content, force the model to call the tool, and give me the
-tool's input". `LLMClient.call_tool` is that whole surface; the Anthropic adapter, the offline
-markers provider and the tests' fakes all implement it. `BatchClient` is the same call sent as a
-Message Batch, for the weekly rewrite.
+definition) plus this variable user content, have the model call the tool (forced where the
+model accepts it, `memoryd.llm.tool_choice`), and give me the tool's input".
+`LLMClient.call_tool` is that whole surface; the Anthropic adapter, the offline markers provider
+and the tests' fakes all implement it. `BatchClient` is the same call sent as a Message Batch,
+for the weekly rewrite.
 
 Invariants:
 - `ToolResult.tool_input` is `None` exactly when the answer holds no `tool_use` block for the
@@ -61,7 +62,7 @@ class ToolSpec:
 
 @dataclass(frozen=True)
 class ToolRequest:
-    """One forced-tool call: the stable prefix (`system`, `tool`) and the variable `user_content`.
+    """One tool call: the stable prefix (`system`, `tool`) and the variable `user_content`.
 
     `cache_prefix` marks the prefix for prompt caching; it is worth it whenever the same prefix
     is sent again within a few minutes, which is the normal case for a heartbeat's chunks.
@@ -99,7 +100,7 @@ class ToolResult:
 
 
 class LLMClient(Protocol):
-    """What the pipeline needs from an LLM: one forced tool call."""
+    """What the pipeline needs from an LLM: one tool call."""
 
     def call_tool(self, request: ToolRequest) -> ToolResult:
         """Send `request`, return the model's tool input.
@@ -182,12 +183,13 @@ UnusableKind = Literal[
     "billing",
     "request_too_large",
     "invalid_answers",
+    "tool_choice",
 ]
 # Kinds about the key or the account (any answer disproves them), and kinds about one model
 # (only an answer from that model does; a configuration naming another model has moved on).
 ACCOUNT_KINDS: frozenset[UnusableKind] = frozenset({"authentication", "permission", "billing"})
 MODEL_KINDS: frozenset[UnusableKind] = frozenset(
-    {"model_not_found", "request_too_large", "invalid_answers"}
+    {"model_not_found", "request_too_large", "invalid_answers", "tool_choice"}
 )
 
 # What the operator must do about each kind; `{model}` is the model the calls asked for.
@@ -204,8 +206,11 @@ _REMEDIES: dict[UnusableKind, str] = {
     "request_too_large": "the endpoint refuses requests of this size (chunks are bounded by "
     "llm.chunk_tokens, so this is the endpoint's limit): lower llm.chunk_tokens",
     "invalid_answers": "the model {model} keeps answering outside the record_memories tool "
-    "contract, so it cannot do the task: choose a model that supports forced tool use "
+    "contract, so it cannot do the task: choose a model that answers through tool use "
     "(llm.model)",
+    "tool_choice": "the model {model} refuses the tool choice memoryd asks for, even an "
+    "automatic one, so it cannot answer through a tool: choose another model (llm.model, "
+    "llm.rewrite_model)",
 }
 
 
@@ -278,6 +283,19 @@ class UnusableLLMError(PermanentLLMError):
             "message": self.api_message,
             "request_id": self.request_id,
         }
+
+
+class ToolChoiceRefusedError(UnusableLLMError):
+    """A 400 saying the model does not support the tool choice sent (a forced one, for the
+    models that accept only `auto`). About the model, never the request: the adapter resends
+    the same request at once with an automatic choice (`memoryd.llm.tool_choice`); only when
+    that is refused too does it reach the caller, which then stops the run like any other
+    unusable model, charging no chunk."""
+
+    def __init__(self, description: str, *, model: str | None, api_message: str, **details: Any):
+        super().__init__(
+            "tool_choice", description, model=model, api_message=api_message, **details
+        )
 
 
 class SpendLimitError(TransientLLMError):

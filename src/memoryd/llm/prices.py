@@ -1,8 +1,8 @@
 """Model prices in USD per million tokens, and the cost of one call's usage.
 
-The built-in table covers the models memoryd is documented with; `llm.prices` in the
-configuration overrides and extends it. Cache writes (5-minute TTL) cost 1.25 times the input
-price and cache reads 0.1 times, unless a price says otherwise.
+The built-in table covers the models memoryd is documented with, as read in `PRICES_READ`;
+`llm.prices` in the configuration overrides and extends it. Cache writes (5-minute TTL) cost
+1.25 times the input price and cache reads 0.1 times, unless a price says otherwise.
 """
 
 from __future__ import annotations
@@ -33,11 +33,20 @@ class ModelPrice:
         return self.cache_read if self.cache_read is not None else self.input * CACHE_READ_FACTOR
 
 
+# When the built-in prices were read from Anthropic's pricing page; prices change, so
+# `llm.prices` can correct any of them without a new release.
+PRICES_READ = "2026-12"
+
 BUILTIN_PRICES: Mapping[str, ModelPrice] = {
+    # Haiku 5.5's prices hold for prompts up to 100,000 input tokens; above that it bills a
+    # higher band ($0.50 / $2.50), which memoryd never reaches: its chunks are clamped to stay
+    # under the band (`memoryd.llm.tokens`).
     "claude-haiku-5-5": ModelPrice(input=0.10, output=0.50, cache_write=0.125, cache_read=0.01),
-    "claude-sonnet-5-5": ModelPrice(input=2.0, output=10.0),
-    "claude-opus-5-5": ModelPrice(input=4.0, output=20.0),
+    "claude-sonnet-5-5": ModelPrice(input=2.0, output=10.0, cache_read=0.10),
+    "claude-opus-5-5": ModelPrice(input=4.0, output=20.0, cache_read=0.20),
     "claude-fable-5-1": ModelPrice(input=10.0, output=50.0, cache_read=0.25),
+    "claude-fable-5-2": ModelPrice(input=8.0, output=40.0, cache_write=10.0, cache_read=0.20),
+    "claude-mythos-5-2": ModelPrice(input=8.0, output=40.0, cache_write=10.0, cache_read=0.20),
     "claude-opus-5": ModelPrice(input=5.0, output=25.0),
     "claude-sonnet-5": ModelPrice(input=2.0, output=10.0),
     "claude-haiku-4-5": ModelPrice(input=1.0, output=5.0),

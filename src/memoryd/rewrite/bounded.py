@@ -1,17 +1,25 @@
 """Step 5 of a rewrite: ask the LLM to consolidate every file past its bound, one call each.
 
-Each target (`memoryd.rewrite.consolidate.find_targets`) is one forced `consolidate_skills`
-call. A refused answer is remembered by the digest of the content it was asked about (state
-meta `rewrite.consolidation_refused:<path>`), so the same content is not paid for again; once
-the file changes (a heartbeat adds a tip), it is tried again. An unreachable LLM or a spent
-budget ends the step; the files simply stay long until the next rewrite.
+Each target (`memoryd.rewrite.consolidate.find_targets`) is one `consolidate_skills` call (the
+tool forced, or automatic for a model that refuses a forced choice: `memoryd.llm.tool_choice`).
+An answer with no tool call at all is asked once more, as an extraction would be. A refused
+answer is remembered by the digest of the content it was asked about (state meta
+`rewrite.consolidation_refused:<path>`), so the same content is not paid for again; once the
+file changes (a heartbeat adds a tip), it is tried again. An unreachable LLM or a spent budget
+ends the step; the files simply stay long until the next rewrite.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from memoryd.llm.base import LLMClient, PermanentLLMError, TransientLLMError
+from memoryd.llm.base import (
+    LLMClient,
+    PermanentLLMError,
+    ToolRequest,
+    ToolResult,
+    TransientLLMError,
+)
 from memoryd.logs import get_logger
 from memoryd.rewrite import consolidate
 from memoryd.rewrite.ledger import Ledger
@@ -21,6 +29,10 @@ from memoryd.worktree import FileTransaction
 log = get_logger(__name__)
 
 REFUSED_KEY_PREFIX = "rewrite.consolidation_refused:"
+NO_TOOL_CALL = (
+    "Your previous answer did not call the consolidate_skills tool. Answer only by calling it, "
+    "with an input that follows its schema exactly."
+)
 
 
 @dataclass
@@ -53,12 +65,13 @@ def consolidate_bounded(
         if not ledger.within_budget([request]):
             break
         try:
-            result = client.call_tool(request)
+            result = _ask(client, ledger, outcome, request)
+            if result.tool_input is None and ledger.within_budget([request]):
+                again = replace(request, user_content=f"{request.user_content}\n\n{NO_TOOL_CALL}")
+                result = _ask(client, ledger, outcome, again)
         except (TransientLLMError, PermanentLLMError) as error:
             log.warning("rewrite.consolidation_skipped", path=target.path, error=str(error))
             break
-        outcome.calls += 1
-        ledger.charge(result.usage, result.model, batch=False)
         try:
             answer = consolidate.parse_answer(result.tool_input)
             consolidate.apply_consolidation(tx, target, answer)
@@ -72,3 +85,13 @@ def consolidate_bounded(
         else:
             outcome.files.append(target.path)
     return outcome
+
+
+def _ask(
+    client: LLMClient, ledger: Ledger, outcome: BoundedOutcome, request: ToolRequest
+) -> ToolResult:
+    """One call, counted and charged (every answer is paid for, a text one included)."""
+    result = client.call_tool(request)
+    outcome.calls += 1
+    ledger.charge(result.usage, result.model, batch=False)
+    return result

@@ -12,8 +12,9 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from memoryd.budget import Budget
-from memoryd.llm.base import ToolRequest, estimate_tokens
+from memoryd.llm.base import ToolRequest
 from memoryd.llm.prices import PriceTable, Usage
+from memoryd.llm.tokens import estimate_tokens_for
 from memoryd.state.facade import State
 
 JOB = "rewrite"
@@ -54,7 +55,8 @@ class Ledger:
         if price is None:
             return True
         tokens = sum(
-            estimate_tokens(r.system + r.user_content) + _TOOL_TOKENS_GUESS for r in requests
+            estimate_tokens_for(r.model, r.system + r.user_content) + _TOOL_TOKENS_GUESS
+            for r in requests
         )
         output = len(requests) * _OUTPUT_TOKENS_GUESS
         estimate = (tokens * price.input + output * price.output) / 1e6

@@ -29,7 +29,6 @@ from memoryd.errors import EXIT_CONFIG, EXIT_FAILED, EXIT_TEMPFAIL, TransientErr
 from memoryd.llm.anthropic_client import (
     DEFAULT_BASE_URL,
     AnthropicClient,
-    tls_context,
 )
 from memoryd.llm.base import (
     PermanentLLMError,
@@ -40,6 +39,7 @@ from memoryd.llm.base import (
 )
 from memoryd.llm.params import message_params
 from memoryd.llm.prices import Usage
+from memoryd.llm.tls import tls_context
 
 ClientFactory = Callable[..., AnthropicClient]
 RequestFactory = Callable[..., ToolRequest]
@@ -317,25 +317,6 @@ def test_a_model_the_server_does_not_know_gets_the_real_404(
             client.call_tool(make_request(model="claude-retired-1"))
         assert raised.value.api_message == "model: claude-retired-1"
         assert client.call_tool(make_request()).tool_input == {"facts": []}
-
-
-def test_the_probe_is_the_cheapest_real_request(
-    fake_server: FakeAnthropicServer, make_client: ClientFactory
-) -> None:
-    fake_server.enqueue(Text("p"), invalid_key())
-    client = make_client()
-
-    request_id = client.probe("claude-haiku-5-5")
-    with pytest.raises(UnusableLLMError, match="invalid x-api-key"):
-        client.probe("claude-haiku-5-5")
-
-    probe = fake_server.message_requests[0].body
-    assert probe == {
-        "model": "claude-haiku-5-5",
-        "max_tokens": 1,
-        "messages": [{"role": "user", "content": "ping"}],
-    }
-    assert request_id is not None
 
 
 @pytest.mark.parametrize(

@@ -13,6 +13,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tests.fakes.fake_anthropic import (
@@ -206,3 +207,44 @@ def test_a_failing_handler_is_reported_not_swallowed(make_request: RequestFactor
 
     assert len(server.requests) == 1
     assert [type(error) for error in errors] == [KeyError]
+
+
+def _post_message(base_url: str, body: dict[str, object]) -> tuple[int, dict[str, str], Any]:
+    post = urllib.request.Request(  # noqa: S310 - a fixed http URL of the local fake
+        f"{base_url}/v1/messages", data=json.dumps(body).encode(), method="POST"
+    )
+    try:
+        with urllib.request.urlopen(post, timeout=5) as answer:  # noqa: S310 - local fake
+            return answer.status, dict(answer.headers), json.loads(answer.read())
+    except urllib.error.HTTPError as error:
+        with error:
+            return error.code, dict(error.headers), json.loads(error.read())
+
+
+@pytest.mark.parametrize("choice", [{"type": "tool", "name": "record"}, {"type": "any"}])
+def test_models_that_refuse_a_forced_tool_get_the_real_api_400(choice: dict[str, str]) -> None:
+    tool = {"name": "record", "input_schema": {"type": "object"}}
+    body: dict[str, object] = {
+        "model": "claude-mythos-5-2-20261101",
+        "max_tokens": 10,
+        "messages": [{"role": "user", "content": "hi"}],
+        "tools": [tool],
+    }
+    with FakeAnthropicServer(default=ToolUse({"ok": True})) as server:
+        refused = _post_message(server.base_url, {**body, "tool_choice": choice})
+        auto = _post_message(server.base_url, {**body, "tool_choice": {"type": "auto"}})
+        forced_elsewhere = _post_message(
+            server.base_url, {**body, "model": "claude-haiku-5-5", "tool_choice": choice}
+        )
+
+    status, headers, error = refused
+    assert status == 400
+    assert error["type"] == "error"
+    assert error["error"] == {
+        "type": "invalid_request_error",
+        "message": 'tool_choice type "tool" and "any" are not supported for this model',
+    }
+    assert headers["request-id"] == error["request_id"]
+    assert auto[0] == 200
+    assert auto[2]["content"][0]["name"] == "record"  # the tool it was offered
+    assert forced_elsewhere[0] == 200
