@@ -162,3 +162,20 @@ def test_a_heartbeat_ceiling_above_one_full_chunk_is_no_warning(
 ) -> None:
     assert "heartbeat_usd" not in check(anthropic(ws, 0.039), tmp_path, KEY)
     assert "heartbeat_usd" not in check(anthropic(ws, 0), tmp_path, KEY)
+
+
+def test_the_chunk_estimate_uses_the_size_clamped_under_the_price_band(
+    ws: Workspace, tmp_path: Path
+) -> None:
+    # Haiku 5.5 chunks are cut to 95,000 tokens whatever chunk_tokens says: (95000 + 3000) in
+    # at $0.10/M and 800 out at $0.50/M is $0.0102, not the $0.0207 of 200,000-token chunks.
+    def haiku(heartbeat_usd: float) -> Settings:
+        return ws.settings(
+            "anthropic",
+            llm={"model": "claude-haiku-5-5", "chunk_tokens": 200_000},
+            budget={"daily_usd": 0, "heartbeat_usd": heartbeat_usd},
+        )
+
+    assert "heartbeat_usd" not in check(haiku(0.015), tmp_path, KEY)
+    text = check(haiku(0.010), tmp_path, KEY)
+    assert "($0.0102: 98000 input tokens, a chunk of 95000 plus 3000" in text

@@ -23,6 +23,7 @@ from memoryd.jobs.reconcile import BINDING_KEY, has_learnt, reconcile_verdict
 from memoryd.jobs.sync_health import host_code_clashes
 from memoryd.jobs.trial import trial_extraction
 from memoryd.llm.base import MODEL_KINDS, LLMError, PermanentLLMError, UnusableLLMError
+from memoryd.llm.tokens import chunk_tokens_for
 from memoryd.logs import get_logger
 from memoryd.prompts import PromptError, check_prompts
 from memoryd.settings import (
@@ -187,22 +188,23 @@ def _host_warnings(config: LoadedConfig, environ: Mapping[str, str]) -> list[str
 
 
 def _budget_warnings(config: LoadedConfig) -> list[str]:
-    """A per-heartbeat ceiling below one full chunk's estimate (`llm.chunk_tokens` plus the
-    prompt allowance in, `OUTPUT_TOKENS_GUESS` out, at `llm.model`'s price, as the budget
-    estimates a call) lets each heartbeat send only its first chunk. An unpriced model is
-    `check_environment`'s problem, not a warning here."""
+    """A per-heartbeat ceiling below one full chunk's estimate (`llm.chunk_tokens`, as clamped
+    for the model's price band, plus the prompt allowance in, `OUTPUT_TOKENS_GUESS` out, at
+    `llm.model`'s price, as the budget estimates a call) lets each heartbeat send only its
+    first chunk. An unpriced model is `check_environment`'s problem, not a warning here."""
     settings = config.settings
     ceiling = settings.budget.heartbeat_usd
     price = settings.llm.price_table().get(settings.llm.model)
     if settings.llm.provider != "anthropic" or ceiling <= 0 or price is None:
         return []
-    input_tokens = settings.llm.chunk_tokens + PROMPT_TOKENS_ALLOWANCE
+    chunk = chunk_tokens_for(settings.llm.model, settings.llm.chunk_tokens, PROMPT_TOKENS_ALLOWANCE)
+    input_tokens = chunk + PROMPT_TOKENS_ALLOWANCE
     estimate = (input_tokens * price.input + OUTPUT_TOKENS_GUESS * price.output) / 1e6
     if ceiling >= estimate:
         return []
     return [
         f"At 'budget.heartbeat_usd': ${ceiling:g} is below the estimated cost of one full chunk "
-        f"(${estimate:.4f}: {input_tokens} input tokens, llm.chunk_tokens plus "
+        f"(${estimate:.4f}: {input_tokens} input tokens, a chunk of {chunk} plus "
         f"{PROMPT_TOKENS_ALLOWANCE} of prompt and context, and {OUTPUT_TOKENS_GUESS} output "
         f"tokens at the price of {settings.llm.model}): each heartbeat still sends its first "
         "chunk and then stops, so a backlog takes one heartbeat per chunk"
