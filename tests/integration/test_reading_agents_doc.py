@@ -125,7 +125,9 @@ def test_claude_code_connected_as_documented_gets_the_bundle_and_the_tools(store
 def test_codex_connected_as_documented_gets_the_bundle_and_the_tools(store: Path) -> None:
     documented_connect(store, "codex")
     hook = session_hook(json.loads((store / ".codex" / "hooks.json").read_text("utf-8")))
-    assert_bundle(run_memoryd(store, hook).stdout, "codex")
+    answer = json.loads(run_memoryd(store, hook).stdout)  # Codex's SessionStart hook JSON
+    assert answer["hookSpecificOutput"]["hookEventName"] == "SessionStart"
+    assert_bundle(answer["hookSpecificOutput"]["additionalContext"], "codex")
     config = tomllib.loads((store / ".codex" / "config.toml").read_text("utf-8"))
     server = config["mcp_servers"]["memoryd"]
     assert mcp_tools(store, server["command"], server["args"]) == TOOLS
