@@ -352,7 +352,7 @@ class Rewrite:
                 "Memoryd-Prompts": ", ".join(sorted(self.stage.prompts)) or "none",
             }
             self.report.commit = uow.apply_and_commit(
-                self.report.message(), trailers, scanner=self.scan_secrets
+                self.report.commit_message(), trailers, scanner=self.scan_secrets
             )
         finalize_rewrite(self.state, intent, self.clock())
         did_something = (

@@ -92,9 +92,14 @@ class RewriteReport:
         text = "rewrite: " + ", ".join(parts)
         if self.templated and self.template_reason:
             text += f" (template: {self.template_reason})"
-        if self.tacit_notes:
-            text += "\n\nTacit lines:\n" + "".join(f"- {note}\n" for note in self.tacit_notes)
         return text
+
+    def commit_message(self) -> str:
+        """`message` as the subject, then one line per tacit line merged, dropped or held."""
+        if not self.tacit_notes:
+            return self.message()
+        notes = "".join(f"- {note}\n" for note in self.tacit_notes)
+        return f"{self.message()}\n\nTacit lines:\n{notes}"
 
     def log_fields(self) -> dict[str, Any]:
         return {
