@@ -12,9 +12,10 @@ people are restated in varied words, and one new fact a day is filed about the p
 consolidate, the scripted model merges every variant of a rule (or tip) into one line and
 keeps what it does not know as it is.
 
-What it reports, per week after the rewrite: `MEMORY.md` (bullets, lines, characters), its
-duplicate rate (bullets restating a rule another bullet already states, over all bullets),
-skills (index lines, tips in topic files), facts, and summaries (total characters). Bounded
+What it reports, per week after the rewrite (and, in brackets, just before it: what agents
+read at the end of the week): `MEMORY.md` (bullets, lines, characters), its duplicate rate
+(bullets restating a rule another bullet already states, over all bullets), skills (index
+lines, tips in topic files), facts, and summaries (total characters). Bounded
 means the figures level off once every rule and tip has been seen; linear means they keep
 growing with the number of runs. The store is built under `$TMPDIR/memoryd-bench/growth/`.
 """
@@ -38,6 +39,7 @@ from tests.support.rewrite_run import run as run_rewrite
 from tests.support.rewrite_run import summarizer
 
 from memoryd.gitrepo._repository import find_work_tree
+from memoryd.logs import configure_logging
 from memoryd.store.text import normalize_statement
 
 DATA = Path(tempfile.gettempdir()) / "memoryd-bench" / "growth"
@@ -255,8 +257,11 @@ def run(weeks: int) -> list[dict[str, Any]]:
             ws.now = datetime.combine(monday + timedelta(days=6), datetime.min.time()).replace(
                 hour=3, tzinfo=UTC
             )
+            peak = measure(ws)  # what agents read at the end of the week, before the rewrite
             report = run_rewrite(ws, settings, server.base_url)
             row = {"week": week + 1, "runs": (week + 1) * 6, **measure(ws)}
+            row["tacit_bullets_before_rewrite"] = peak["tacit_bullets"]
+            row["duplicate_rate_before_rewrite"] = peak["tacit_duplicate_rate"]
             row["rewrite_files"] = len(report.consolidated_files)
             rows.append(row)
             print(json.dumps(row), flush=True)
@@ -265,14 +270,16 @@ def run(weeks: int) -> list[dict[str, Any]]:
 
 def render(rows: list[dict[str, Any]]) -> str:
     lines = [
-        "| week | runs | MEMORY.md bullets | lines | chars | duplicate rate | index lines "
-        "| topic tips | facts | summary chars |",
+        "| week | runs | MEMORY.md bullets (before rewrite) | lines | chars "
+        "| duplicate rate (before rewrite) | index lines | topic tips | facts | summary chars |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
         lines.append(
-            f"| {row['week']} | {row['runs']} | {row['tacit_bullets']} | {row['tacit_lines']} "
-            f"| {row['tacit_chars']} | {row['tacit_duplicate_rate']:.0%} | {row['index_lines']} "
+            f"| {row['week']} | {row['runs']} | {row['tacit_bullets']} "
+            f"({row['tacit_bullets_before_rewrite']}) | {row['tacit_lines']} "
+            f"| {row['tacit_chars']} | {row['tacit_duplicate_rate']:.0%} "
+            f"({row['duplicate_rate_before_rewrite']:.0%}) | {row['index_lines']} "
             f"| {row['topic_tips']} | {row['facts']} | {row['summary_chars']} |"
         )
     return "\n".join(lines)
@@ -286,6 +293,7 @@ def main(argv: list[str]) -> int:
     if enclosing is not None:
         print(f"{DATA} is inside the git work tree {enclosing}; set TMPDIR", file=sys.stderr)
         return 2
+    configure_logging("json", "warning")  # the table is the output
     rows = run(options.weeks)
     print(render(rows))
     return 0

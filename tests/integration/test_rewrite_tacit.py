@@ -14,6 +14,7 @@ from tests.fakes.fake_anthropic import FakeAnthropicServer, RecordedRequest, Too
 from tests.support.harness import Workspace
 from tests.support.rewrite_run import run, summarizer
 
+from memoryd.jobs.rewrite import run_rewrite
 from memoryd.rewrite.consolidate import MAX_LINES
 from memoryd.store.review import ReviewItem
 
@@ -209,3 +210,18 @@ def test_a_file_past_its_bound_is_asked_to_merge_harder(ws: Workspace) -> None:
     assert "merge harder" in asked[1]
     assert len(bullets(ws)) == 10 and len(ws.read("MEMORY.md").splitlines()) <= MAX_LINES
     assert report.tacit_merged == 60  # every line reworded into one of 10
+
+
+def test_the_dry_run_counts_the_tacit_lines_due_and_not_after_a_consolidation(
+    ws: Workspace,
+) -> None:
+    write_tacit(ws, RULES)
+    plan = run_rewrite(ws.settings(), ws.environment(), dry_run=True).plan
+    assert plan is not None and plan["consolidation_targets"] == ["MEMORY.md"]
+    assert plan["tacit_lines_to_consolidate"] == len(RULES)
+    handler, _asked = model(merge_duplicates)
+    with FakeAnthropicServer(handler=handler) as server:
+        run(ws, ws.settings(), server.base_url)
+    plan = run_rewrite(ws.settings(), ws.environment(), dry_run=True).plan
+    assert plan is not None and plan["consolidation_targets"] == []
+    assert plan["tacit_lines_to_consolidate"] == 0

@@ -162,6 +162,10 @@ def dry_run_plan(rewrite: Rewrite, mode: Mode) -> dict[str, object]:
         "archived": len(selection.changed) - len(to_write),
         "estimated_input_tokens": tokens,
         "consolidation_targets": [t.path for t in targets] if mode == "llm" else [],
+        # The tacit lines the model would be shown to merge (0 when the file is not due).
+        "tacit_lines_to_consolidate": sum(len(t.tips) for t in targets if t.kind == "tacit")
+        if mode == "llm"
+        else 0,
         "pending_batch": pending.batch_id if pending else None,
         "corrupt": selection.corrupt,
     }
