@@ -30,6 +30,7 @@ from memoryd.jobs.session import writing_session
 from memoryd.llm.tokens import estimate_tokens_for
 from memoryd.prompts import check_prompts
 from memoryd.rewrite import consolidate
+from memoryd.rewrite.bounded import TACIT_DONE_KEY
 from memoryd.rewrite.engine import Rewrite, RewriteOptions
 from memoryd.rewrite.explain import explain_target
 from memoryd.rewrite.report import RewriteReport
@@ -142,7 +143,12 @@ def dry_run_plan(rewrite: Rewrite, mode: Mode) -> dict[str, object]:
             tokens += estimate_tokens_for(request.model, request.system + request.user_content)
             tokens += 500
     settings = rewrite.settings
-    targets = consolidate.find_targets(uow, settings.skills_dir, settings.tacit_file)
+    targets = consolidate.find_targets(
+        uow,
+        settings.skills_dir,
+        settings.tacit_file,
+        rewrite.state.meta.get(TACIT_DONE_KEY),  # the tacit file is due when its bullets changed
+    )
     pending = rewrite.state.rewrites.pending_batch()
     return {
         "today": rewrite.today.isoformat(),
@@ -156,6 +162,10 @@ def dry_run_plan(rewrite: Rewrite, mode: Mode) -> dict[str, object]:
         "archived": len(selection.changed) - len(to_write),
         "estimated_input_tokens": tokens,
         "consolidation_targets": [t.path for t in targets] if mode == "llm" else [],
+        # The tacit lines the model would be shown to merge (0 when the file is not due).
+        "tacit_lines_to_consolidate": sum(len(t.tips) for t in targets if t.kind == "tacit")
+        if mode == "llm"
+        else 0,
         "pending_batch": pending.batch_id if pending else None,
         "corrupt": selection.corrupt,
     }

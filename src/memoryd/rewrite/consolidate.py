@@ -8,21 +8,21 @@ Three kinds of file grow between weekly rewrites and are brought back under `MAX
 - a routine file `routines/<routine>-skills.md` (tier 2): its tips are the lines of its `## `
   sections; the preamble stays, the sections are rewritten;
 - the tacit file: its tips are its bullets; every other line (the header, anything a person
-  wrote) stays, the bullets are rewritten.
+  wrote) stays, the bullets are rewritten. It is also consolidated below its bound whenever its
+  bullets changed since it was last consolidated (`tacit_due`), so that restated rules are merged
+  week by week instead of piling up; its bound counts characters as well as lines.
 
 memoryd numbers the existing tips `t1`, `t2`, ... in the request. An answer is refused as a
-whole (`ConsolidationRefusedError`, nothing written) when some tip is in no `from`, when a
-`from` names a number that was not given, or when the rewritten file would still pass the bound:
-nothing is ever lost and the bound holds. A topic file the answer no longer uses is removed
+whole (`ConsolidationRefusedError`, nothing written) when some tip is in no `from` (and, for the
+tacit file only, in no `dropped` entry with its reason), when a number is both kept and dropped
+or was not given, or when the rewritten file would still pass the bound: nothing is ever lost
+silently and the bound holds. A topic file the answer no longer uses is removed
 (its tips live on in the topics the answer names; git keeps the old file in history).
 """
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Final
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -31,34 +31,42 @@ from memoryd.llm.base import ToolRequest, ToolSpec
 from memoryd.llm.schema import tool_input_schema
 from memoryd.prompts import load_prompt
 from memoryd.rewrite.summary import fence_marker
-from memoryd.store.danger import dangerous_reasons
-from memoryd.store.markdown import (
-    Section,
-    bullet_text,
-    first_heading,
-    join_sections,
-    split_sections,
+from memoryd.rewrite.targets import (
+    MAX_LINES,
+    MAX_TACIT_CHARS,
+    NumberedTip,
+    Target,
+    content_digest,
+    find_targets,
+    line_count,
+    tacit_due,
 )
-from memoryd.store.skills import GIST_LENGTH, INDEX_FILE, ROUTINES_DIR, topic_slug
+from memoryd.store.danger import dangerous_reasons
+from memoryd.store.markdown import Section, join_sections
+from memoryd.store.skills import GIST_LENGTH, topic_slug
 from memoryd.store.text import clip, one_line, words
 from memoryd.worktree import FileTransaction
 
 CONSOLIDATE_TOOL: Final = "consolidate_skills"
-MAX_LINES: Final = 50
-# What the model is asked for: well under the bound, so the file has room to grow again.
-TARGET_TOPICS: Final = 25
-TARGET_ROUTINE_TIPS: Final = 25
-TARGET_TACIT_TIPS: Final = 30
 MAX_OUTPUT_TOKENS: Final = 8000
-
-TargetKind = Literal["skills", "routine", "tacit"]
+# Re-exported: the callers of consolidation find their targets here.
+__all__ = [
+    "MAX_LINES",
+    "MAX_TACIT_CHARS",
+    "NumberedTip",
+    "Target",
+    "content_digest",
+    "find_targets",
+    "tacit_due",
+]
 
 
 class ConsolidationRefusedError(MemorydError):
     """A consolidation answer would lose a tip or break the bound; nothing of it is written."""
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, *, over_bound: bool = False) -> None:
         self.reason = reason
+        self.over_bound = over_bound  # the answer was whole, but not short enough
         super().__init__(f"consolidation refused: {reason}")
 
 
@@ -78,12 +86,24 @@ class ConsolidatedTopic(BaseModel):
     tips: list[ConsolidatedTip] = Field(min_length=1)
 
 
+class DroppedTip(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    from_: list[str] = Field(alias="from", min_length=1, description="numbers of the tips dropped")
+    reason: str = Field(min_length=1, max_length=500, description="why they no longer hold")
+
+
 class ConsolidateSkills(BaseModel):
     """The input of the `consolidate_skills` tool."""
 
     model_config = ConfigDict(extra="forbid")
 
     topics: list[ConsolidatedTopic] = Field(min_length=1)
+    dropped: list[DroppedTip] = Field(
+        default_factory=list,
+        description="tacit file only: earlier lines that no longer hold (a later line "
+        "contradicts them), each with its reason",
+    )
 
 
 def consolidate_tool() -> ToolSpec:
@@ -99,143 +119,7 @@ def prompt_refs() -> tuple[str, str]:
     return (load_prompt("consolidate-system").ref, load_prompt("consolidate-user").ref)
 
 
-@dataclass(frozen=True)
-class NumberedTip:
-    number: str  # t1, t2, ...
-    topic: str
-    text: str
-
-
-@dataclass(frozen=True)
-class Target:
-    """One file (or an agent's set of topic files) past its bound."""
-
-    kind: TargetKind
-    path: str  # the bounded file: skills index, routine file or tacit file
-    label: str  # what is consolidated, for the request and logs
-    tips: tuple[NumberedTip, ...]
-    content_digest: str  # of everything read: a refused answer is not asked again for it
-    topic_files: tuple[tuple[str, str], ...] = ()  # skills: (slug, topic name) of each file
-    kept_lines: tuple[str, ...] = ()  # routine: preamble; tacit: every non-bullet line
-
-    @property
-    def folder(self) -> str:
-        return self.path.rsplit("/", 1)[0] if "/" in self.path else ""
-
-    @property
-    def limits(self) -> str:
-        if self.kind == "skills":
-            return f"at most {TARGET_TOPICS} topics (the index has one line per topic)"
-        if self.kind == "routine":
-            return f"at most {TARGET_ROUTINE_TIPS} tips in all, in at most 6 topics"
-        return f"at most {TARGET_TACIT_TIPS} tips in all (topics are not kept for this file)"
-
-
-def _digest(parts: Sequence[str]) -> str:
-    return hashlib.sha256("\0".join(parts).encode("utf-8")).hexdigest()[:32]
-
-
-def _number(pairs: list[tuple[str, str]]) -> tuple[NumberedTip, ...]:
-    return tuple(NumberedTip(f"t{i}", topic, text) for i, (topic, text) in enumerate(pairs, 1))
-
-
-def _content_lines(lines: Sequence[str]) -> list[str]:
-    """The tips among a topic's lines: every line with words that is not a heading or comment."""
-    tips = []
-    for line in lines:
-        stripped = line.strip()
-        if not stripped or stripped.startswith(("#", "<!--")):
-            continue
-        text = one_line(bullet_text(stripped) or stripped)
-        if words(text):
-            tips.append(text)
-    return tips
-
-
-def _line_count(text: str | None) -> int:
-    return len((text or "").splitlines())
-
-
-def find_targets(tx: FileTransaction, skills_dir: str, tacit_file: str) -> list[Target]:
-    """Every file past its bound, in path order (skills indexes, routine files, tacit file)."""
-    targets: list[Target] = []
-    for agent in tx.list_dir(skills_dir):
-        folder = f"{skills_dir}/{agent}"
-        # Listing first: a file here (the README) is no agent folder and lists as empty.
-        names = tx.list_dir(folder)
-        index_text = tx.read_text(f"{folder}/{INDEX_FILE}") if INDEX_FILE in names else None
-        if _line_count(index_text) > MAX_LINES:
-            targets.append(_skills_target(tx, folder, index_text or ""))
-        routines = tx.list_dir(f"{folder}/{ROUTINES_DIR}") if ROUTINES_DIR in names else []
-        for name in routines:
-            path = f"{folder}/{ROUTINES_DIR}/{name}"
-            if name.endswith("-skills.md"):
-                text = tx.read_text(path)
-                if _line_count(text) > MAX_LINES:
-                    targets.append(_routine_target(path, text or ""))
-    tacit = tx.read_text(tacit_file)
-    if _line_count(tacit) > MAX_LINES:
-        targets.append(_tacit_target(tacit_file, tacit or ""))
-    return targets
-
-
-def _skills_target(tx: FileTransaction, folder: str, index_text: str) -> Target:
-    pairs: list[tuple[str, str]] = []
-    files: list[tuple[str, str]] = []
-    read: list[str] = [index_text]
-    for name in tx.list_dir(folder):
-        if not name.endswith(".md") or name == INDEX_FILE or name.startswith("."):
-            continue
-        text = tx.read_text(f"{folder}/{name}") or ""
-        read.append(f"{name}\n{text}")
-        slug = name.removesuffix(".md")
-        topic = first_heading(text) or slug
-        files.append((slug, topic))
-        pairs += [(topic, tip) for tip in _content_lines(text.splitlines())]
-    agent = folder.rsplit("/", 1)[-1]
-    return Target(
-        kind="skills",
-        path=f"{folder}/{INDEX_FILE}",
-        label=f"the skills of the agent {agent} (one file per topic)",
-        tips=_number(pairs),
-        content_digest=_digest(read),
-        topic_files=tuple(files),
-    )
-
-
-def _routine_target(path: str, text: str) -> Target:
-    preamble, sections = split_sections(text)
-    pairs = [(s.title, tip) for s in sections for tip in _content_lines(s.lines)]
-    return Target(
-        kind="routine",
-        path=path,
-        label=f"the routine tips in {path.rsplit('/', 1)[-1]}",
-        tips=_number(pairs),
-        content_digest=_digest([text]),
-        kept_lines=tuple(preamble),
-    )
-
-
-def _tacit_target(path: str, text: str) -> Target:
-    kept: list[str] = []
-    pairs: list[tuple[str, str]] = []
-    for line in text.splitlines():
-        bullet = bullet_text(line)
-        if bullet is not None and words(bullet):
-            pairs.append(("tacit knowledge", one_line(bullet)))
-        elif bullet is None:
-            kept.append(line)
-    return Target(
-        kind="tacit",
-        path=path,
-        label="the user's tacit knowledge (how they operate: preferences, style, rules)",
-        tips=_number(pairs),
-        content_digest=_digest([text]),
-        kept_lines=tuple(kept),
-    )
-
-
-def build_request(target: Target, *, model: str) -> ToolRequest:
+def build_request(target: Target, *, model: str, correction: str = "") -> ToolRequest:
     tips = "\n".join(f"{tip.number} [{one_line(tip.topic)}] {tip.text}" for tip in target.tips)
     user = load_prompt("consolidate-user").render(
         what=target.label, limits=target.limits, nonce=fence_marker(tips), tips=tips
@@ -244,7 +128,7 @@ def build_request(target: Target, *, model: str) -> ToolRequest:
         model=model,
         system=load_prompt("consolidate-system").text,
         tool=consolidate_tool(),
-        user_content=user,
+        user_content=f"{user}\n\n{correction}" if correction else user,
         max_tokens=MAX_OUTPUT_TOKENS,
     )
 
@@ -259,10 +143,19 @@ def parse_answer(tool_input: dict[str, object] | None) -> ConsolidateSkills:
         raise ConsolidationRefusedError(f"the answer does not fit the schema: {error}") from None
 
 
-def check_answer(target: Target, answer: ConsolidateSkills) -> None:
-    """Raise ConsolidationRefusedError when a tip is lost or a `from` names an unknown tip."""
+def check_answer(target: Target, answer: ConsolidateSkills, *, gate: bool = True) -> None:
+    """Raise ConsolidationRefusedError when a tip is lost or a `from` names an unknown tip, or,
+    with `gate`, when a merged tip says what the gate holds and none of its tips said."""
     given = {tip.number for tip in target.tips}
     cited = {number.strip() for t in answer.topics for tip in t.tips for number in tip.from_}
+    dropped = {number.strip() for drop in answer.dropped for number in drop.from_}
+    if dropped and target.kind != "tacit":
+        raise ConsolidationRefusedError("only tacit lines may be dropped; tips are merged")
+    if cited & dropped:
+        raise ConsolidationRefusedError(f"tips both kept and dropped: {sorted(cited & dropped)}")
+    if any(not words(drop.reason) for drop in answer.dropped):
+        raise ConsolidationRefusedError("a dropped line has no reason")
+    cited |= dropped
     unknown = sorted(cited - given, key=_tip_order)
     if unknown:
         raise ConsolidationRefusedError(f"'from' names tips that were not given: {unknown}")
@@ -272,6 +165,8 @@ def check_answer(target: Target, answer: ConsolidateSkills) -> None:
     for topic in answer.topics:
         if not words(topic.topic) or not all(words(tip.text) for tip in topic.tips):
             raise ConsolidationRefusedError("a topic or tip has no words")
+    if not gate:
+        return
     # The safety gate's classes: a merged tip may not say what none of its tips said.
     by_number = {tip.number: tip for tip in target.tips}
     for topic in answer.topics:
@@ -308,9 +203,15 @@ def apply_consolidation(
     else:
         files = {target.path: _render_tacit(target, answer)}
     bounded = files[target.path] or ""
-    if _line_count(bounded) > MAX_LINES:
+    if line_count(bounded) > MAX_LINES:
         raise ConsolidationRefusedError(
-            f"{target.path} would still have {_line_count(bounded)} lines (at most {MAX_LINES})"
+            f"{target.path} would still have {line_count(bounded)} lines (at most {MAX_LINES})",
+            over_bound=True,
+        )
+    if target.kind == "tacit" and len(bounded) > MAX_TACIT_CHARS:
+        raise ConsolidationRefusedError(
+            f"{target.path} would still have {len(bounded)} characters (at most {MAX_TACIT_CHARS})",
+            over_bound=True,
         )
     for path, text in sorted(files.items()):
         if text is None:

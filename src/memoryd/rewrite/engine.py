@@ -15,8 +15,9 @@ A run, in order:
    sent as one batch with `rewrite.use_batches`, or rendered by the template when the
    provider is `markers`, the LLM is unreachable, or the daily budget is spent (the run says so:
    `template_reason` in `rewrite.finished` and in the commit message);
-5. skills indexes, routine files and the tacit file past their bound are consolidated (LLM only;
-   an answer refused for some content is not asked again until that content changes);
+5. skills indexes, routine files and the tacit file past their bound are consolidated, and the
+   tacit file also whenever its bullets changed since its last consolidation (LLM only; an
+   answer refused for some content is not asked again until that content changes);
 6. `life/index.md` is regenerated; the commit intent is recorded; everything is committed in
    one commit; then the tracking of each rewritten entity (digest, next tier-change date) is
    recorded and an applied batch forgotten, in one database transaction. A run killed after
@@ -315,12 +316,17 @@ class Rewrite:
             model=self.settings.model,
             skills_dir=self.settings.skills_dir,
             tacit_file=self.settings.tacit_file,
+            today=self.today.isoformat(),
         )
         self.report.usage, self.report.cost_usd = self.ledger.usage, self.ledger.cost_usd
         self.report.llm_calls += outcome.calls
         self.report.consolidated_agents += outcome.agents
         self.report.consolidated_files += outcome.files
         self.report.consolidations_refused += outcome.refused
+        self.report.tacit_merged += outcome.tacit.merged
+        self.report.tacit_dropped += outcome.tacit.dropped
+        self.report.tacit_held += outcome.tacit.held
+        self.report.tacit_notes += outcome.tacit.notes
         self._memos.update(outcome.memos)
         if outcome.calls:
             self.stage.prompts.update(consolidate.prompt_refs())
@@ -346,7 +352,7 @@ class Rewrite:
                 "Memoryd-Prompts": ", ".join(sorted(self.stage.prompts)) or "none",
             }
             self.report.commit = uow.apply_and_commit(
-                self.report.message(), trailers, scanner=self.scan_secrets
+                self.report.commit_message(), trailers, scanner=self.scan_secrets
             )
         finalize_rewrite(self.state, intent, self.clock())
         did_something = (

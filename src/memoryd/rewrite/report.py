@@ -2,8 +2,11 @@
 
 The commit message counts what changed, in this form:
 `rewrite: 14 summaries, 2 archived, skills consolidated for 1 agent`, followed by the routine
-and tacit consolidations when there were any, and `(template: <reason>)` when the deterministic
-template stood in for the LLM, so that the history itself says which summaries are templates.
+and tacit consolidations when there were any (the tacit one counting the lines merged, dropped
+and held), and `(template: <reason>)` when the deterministic template stood in for the LLM, so
+that the history itself says which summaries are templates. Below it, one line per tacit line
+merged (into which line), dropped (with its reason) or held for review: git keeps the old
+lines, and the message says where each went.
 """
 
 from __future__ import annotations
@@ -43,6 +46,10 @@ class RewriteReport:
     consolidated_agents: list[str] = field(default_factory=list)
     consolidated_files: list[str] = field(default_factory=list)  # routine and tacit files
     consolidations_refused: int = 0
+    tacit_merged: int = 0  # tacit lines merged into (or reworded as) another line
+    tacit_dropped: int = 0  # tacit lines dropped, each with its reason
+    tacit_held: int = 0  # merged tacit lines held for review (their lines stay)
+    tacit_notes: list[str] = field(default_factory=list)  # one per merge, drop or hold
     batch_submitted: str | None = None
     batch_applied: str | None = None
     batch_pending: str | None = None
@@ -78,11 +85,21 @@ class RewriteReport:
         if routines:
             parts.append(_plural(len(routines), "routine file") + " consolidated")
         if len(routines) != len(self.consolidated_files):
-            parts.append("tacit file consolidated")
+            parts.append(
+                f"tacit file consolidated ({self.tacit_merged} merged, "
+                f"{self.tacit_dropped} dropped, {self.tacit_held} held)"
+            )
         text = "rewrite: " + ", ".join(parts)
         if self.templated and self.template_reason:
             text += f" (template: {self.template_reason})"
         return text
+
+    def commit_message(self) -> str:
+        """`message` as the subject, then one line per tacit line merged, dropped or held."""
+        if not self.tacit_notes:
+            return self.message()
+        notes = "".join(f"- {note}\n" for note in self.tacit_notes)
+        return f"{self.message()}\n\nTacit lines:\n{notes}"
 
     def log_fields(self) -> dict[str, Any]:
         return {
@@ -102,6 +119,9 @@ class RewriteReport:
             "skills_consolidated": len(self.consolidated_agents),
             "files_consolidated": len(self.consolidated_files),
             "consolidations_refused": self.consolidations_refused,
+            "tacit_merged": self.tacit_merged,
+            "tacit_dropped": self.tacit_dropped,
+            "tacit_held": self.tacit_held,
             "batch_submitted": self.batch_submitted,
             "batch_applied": self.batch_applied,
             "batch_pending": self.batch_pending,

@@ -1,10 +1,12 @@
 """The tacit file (config `store.tacit_file`, default `MEMORY.md`): how the user operates.
 
 A Markdown file with a header and one bullet per piece of tacit knowledge (a preference, a
-working style, a rule). memoryd only appends: each new line becomes a bullet at the end, unless
-an existing bullet already says the same (compared with `normalize_statement`). What a person
-wrote in the file is never rewritten; a file without a top heading gets the header prepended.
-Bringing the file back under its bound is the weekly rewrite's job, not this module's.
+working style, a rule). A heartbeat only appends: each new line becomes a bullet at the end,
+unless an existing bullet already says the same in the same words (compared with
+`normalize_statement`). A file without a top heading gets the header prepended. Merging the
+bullets that say the same in other words, and keeping the file under its bound, is the weekly
+rewrite's job (`memoryd.rewrite.tacit_merge`), not this module's; neither ever rewrites a line
+of the file that is not a bullet.
 """
 
 from __future__ import annotations

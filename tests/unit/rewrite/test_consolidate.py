@@ -142,3 +142,48 @@ def test_a_merged_tip_that_adds_a_dangerous_instruction_is_refused(tx: DirTransa
     assert tx.written == before
     # A class one of the merged tips already had is carried over, not added.
     apply_consolidation(tx, target, parse_answer(carried))
+
+
+def test_the_tacit_file_is_due_when_its_bullets_changed_since_its_last_consolidation(
+    tx: DirTransaction,
+) -> None:
+    add_tacit(tx, "MEMORY.md", ["Prefers short answers", "Likes brief replies"])
+    [target] = find_targets(tx, "agents", "MEMORY.md")
+    assert target.kind == "tacit" and target.limits.startswith("merge the lines")
+    assert find_targets(tx, "agents", "MEMORY.md", target.content_digest) == []
+    add_tacit(tx, "MEMORY.md", ["Wants answers in English"])
+    assert len(find_targets(tx, "agents", "MEMORY.md", target.content_digest)) == 1
+
+
+def test_only_tacit_lines_may_be_dropped_and_never_both_kept_and_dropped(
+    tx: DirTransaction,
+) -> None:
+    grow_skills(tx)
+    [skills] = find_targets(tx, "agents", "MEMORY.md")
+    dropping = merge_all(59)
+    dropping["dropped"] = [{"from": ["t60"], "reason": "obsolete"}]
+    with pytest.raises(ConsolidationRefusedError, match="only tacit lines"):
+        apply_consolidation(tx, skills, parse_answer(dropping))
+    add_tacit(tx, "MEMORY.md", ["Prefers tea", "Now prefers coffee"])
+    tacit = find_targets(tx, "agents", "MEMORY.md")[-1]
+    both = merge_all(2)
+    both["dropped"] = [{"from": ["t1"], "reason": "t2 replaces it"}]
+    with pytest.raises(ConsolidationRefusedError, match="both kept and dropped"):
+        apply_consolidation(tx, tacit, parse_answer(both))
+    dropped = merge_all(1) | {"dropped": [{"from": ["t2"], "reason": "no longer true"}]}
+    apply_consolidation(tx, tacit, parse_answer(dropped))
+    assert (tx.read_text("MEMORY.md") or "").endswith("\n\n- Every tool here needs sudo\n")
+
+
+def test_the_tacit_file_is_bounded_in_characters_too(tx: DirTransaction) -> None:
+    long_rules = [f"Rule {n}: " + "long words " * 80 for n in range(10)]
+    add_tacit(tx, "MEMORY.md", long_rules)
+    [target] = find_targets(tx, "agents", "MEMORY.md")
+    kept: dict[str, object] = {
+        "topics": [
+            {"topic": "t", "tips": [{"text": t.text, "from": [t.number]} for t in target.tips]}
+        ]
+    }
+    with pytest.raises(ConsolidationRefusedError, match="characters") as refused:
+        apply_consolidation(tx, target, parse_answer(kept))
+    assert refused.value.over_bound
