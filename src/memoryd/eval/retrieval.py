@@ -1,0 +1,28 @@
+"""`memoryd eval --retrieval`: the set's labelled questions asked of memoryd's search.
+
+A question passes when one of the first ten hits contains its answer (every answer term, as
+`memoryd.eval.labels.matches` compares): answer containment at 10. The reads are not recorded.
+"""
+
+from __future__ import annotations
+
+from memoryd.eval.labels import Labels, matches
+from memoryd.eval.score import Category
+from memoryd.jobs.environment import Environment
+from memoryd.jobs.reading import search_store
+from memoryd.settings import Settings
+
+HITS = 10
+
+
+def score_retrieval(settings: Settings, env: Environment, labels: Labels) -> Category:
+    category = Category()
+    for question in labels.questions:
+        hits = search_store(
+            settings, env, question.question, agent=question.agent, limit=HITS, record=False
+        )
+        found = any(matches(hit.text, question.answer) for hit in hits)
+        category.check(
+            found, f"{question.question!r}: no hit of {HITS} holds {list(question.answer)}"
+        )
+    return category
