@@ -2,9 +2,9 @@
 
 A set is a folder holding `labels.json` and the transcripts its agents' sources point to (paths
 relative to the folder). A *match* is a list of terms; a text matches when every term occurs in
-it as whole words, case and accents ignored (`matches`). Labels are compared with what the store
-holds by these matches and by entity names and aliases, never by exact wording, so a model free
-to phrase a fact its own way is still scored.
+it as whole words (a plural ending allowed), case and accents ignored (`matches`). Labels are
+compared with what the store holds by these matches and by entity names and aliases, never by
+exact wording, so a model free to phrase a fact its own way is still scored.
 """
 
 from __future__ import annotations
@@ -102,10 +102,11 @@ def fold(text: str) -> str:
 
 
 def matches(text: str, terms: Match) -> bool:
-    """Whether every term occurs in `text` as whole words (not inside a longer word)."""
+    """Whether every term occurs in `text` as whole words (not inside a longer word; a plural
+    `s` or `es` allowed, so "friday" matches "Fridays")."""
     folded = fold(text)
     return all(
-        re.search(rf"(?<![\w]){re.escape(fold(term))}(?![\w])", folded) is not None
+        re.search(rf"(?<!\w){re.escape(fold(term))}(?:s|es)?(?!\w)", folded) is not None
         for term in terms
     )
 
