@@ -9,7 +9,7 @@ usable. A request without a fenced excerpt (a summary rewrite, a skills consolid
 by its whole user text, nonces and fact ids' order aside.
 
 `replay_handler(folder)` is a `FakeAnthropicServer` handler: a request with no recorded answer
-raises `NoRecordingError` naming the first line of its excerpt, which the server keeps in
+raises `NoRecordingError` naming the start of its excerpt, which the server keeps in
 `handler_errors` and answers with a 500, so the test fails naming what was not recorded.
 """
 
@@ -87,8 +87,56 @@ def replay_handler(folder: Path) -> Callable[[RecordedRequest], Answer]:
     def handle(request: RecordedRequest) -> Answer:
         key = request_key(request.body)
         if key not in recorded:
-            first = next((line for line in key.splitlines()[1:] if line.strip()), "")
-            raise NoRecordingError(f"no recording for {key.splitlines()[0]}: {first[:120]!r}")
+            tool, _, excerpt = key.partition("\n")
+            snippet = " ".join(excerpt.split())[:160]
+            raise NoRecordingError(f"no recording for {tool}, excerpt {snippet!r}")
         return answer_from(recorded[key])
 
     return handle
+
+
+def recording_handler(
+    inner: Callable[[RecordedRequest], Answer], folder: Path
+) -> Callable[[RecordedRequest], Answer]:
+    """`inner`'s answers, each written with its request in the oracle's layout (for tests of the
+    replay: a recording made without the oracle)."""
+    (folder / "requests").mkdir(parents=True, exist_ok=True)
+    (folder / "answers").mkdir(parents=True, exist_ok=True)
+
+    def handle(request: RecordedRequest) -> Answer:
+        answer = inner(request)
+        number = f"{len(list((folder / 'requests').glob('*.json'))) + 1:04d}"
+        body = json.dumps(request.body, indent=2, ensure_ascii=False)
+        (folder / "requests" / f"{number}.json").write_text(body + "\n", encoding="utf-8")
+        if isinstance(answer, ToolUse):
+            block = {
+                "type": "tool_use",
+                "name": answer.tool_name or forced_tool(request.body),
+                "input": dict(answer.input),
+            }
+        else:
+            block = {"type": "text", "text": getattr(answer, "text", "")}
+        document = json.dumps({"content": [block]}, indent=2, ensure_ascii=False)
+        (folder / "answers" / f"{number}.json").write_text(document + "\n", encoding="utf-8")
+        return answer
+
+    return handle
+
+
+def write_baseline(card_path: Path, run: Path) -> Path:
+    """`RUN/baseline.json`: each category's score of a `memoryd eval --json` scorecard."""
+    card = json.loads(card_path.read_text(encoding="utf-8"))
+    scores = {name: category["score"] for name, category in card["categories"].items()}
+    baseline = {"model": card.get("model"), "categories": scores}
+    path = run / "baseline.json"
+    path.write_text(json.dumps(baseline, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return path
+
+
+if __name__ == "__main__":
+    # python -m tests.fakes.replay baseline CARD.json RUN
+    import sys
+
+    if len(sys.argv) != 4 or sys.argv[1] != "baseline":
+        sys.exit("usage: python -m tests.fakes.replay baseline CARD.json RUN")
+    print(write_baseline(Path(sys.argv[2]), Path(sys.argv[3])))

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from tests.fakes.anthropic_wire import RecordedRequest
 from tests.fakes.fake_anthropic import FakeAnthropicServer
-from tests.fakes.replay import replay_handler
+from tests.fakes.replay import recording_handler, replay_handler, user_text, write_baseline
 from tests.support.cli import memoryd
 from tests.support.eval_answers import FLAWED, IDEAL, scripted
 
@@ -22,6 +22,7 @@ RECORDINGS = Path(__file__).resolve().parents[1] / "recordings" / "eval"
 
 
 def _config(folder: Path, base_url: str, more: str = "") -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
     config = folder / "memoryd.toml"
     config.write_text(
         f"""
@@ -124,3 +125,54 @@ def test_a_recorded_model_keeps_its_baseline(tmp_path: Path, run: Path) -> None:
         if floor is not None and (scores.get(name) is None or scores[name] < floor - 1e-9)
     }
     assert worse == {}, f"scores below the recorded baseline (now, baseline): {worse}"
+
+
+def test_a_recording_replays_by_excerpt_and_a_missing_one_names_it(tmp_path: Path) -> None:
+    run = tmp_path / "recording"
+    with FakeAnthropicServer(handler=recording_handler(scripted(IDEAL), run)) as server:
+        recorded = _eval(tmp_path / "a", server)
+    assert len(list((run / "answers").glob("*.json"))) == len(list((run / "requests").glob("*")))
+    card_path = tmp_path / "card.json"
+    card_path.write_text(json.dumps(recorded), encoding="utf-8")
+    write_baseline(card_path, run)
+    baseline = json.loads((run / "baseline.json").read_text(encoding="utf-8"))
+    assert baseline["categories"]["facts"] == 1.0
+
+    # Replayed (new nonces, so only the excerpt can match): the same scorecard.
+    with FakeAnthropicServer(handler=replay_handler(run)) as server:
+        replayed = _eval(tmp_path / "b", server)
+    assert _scores(replayed) == _scores(recorded)
+
+    # A conversation the recording lacks fails loudly, naming its excerpt.
+    for number in sorted(p.name for p in (run / "requests").glob("*.json")):
+        body = json.loads((run / "requests" / number).read_text(encoding="utf-8"))
+        if "data disk is nearly full" in user_text(body):
+            (run / "answers" / number).unlink()
+    with FakeAnthropicServer(handler=replay_handler(run)) as server:
+        config = _config(tmp_path, server.base_url)
+        memoryd("--config", str(config), "eval", cwd=tmp_path, env={"ANTHROPIC_API_KEY": "t"})
+        errors = [str(e) for e in server.handler_errors]
+    assert any("no recording for record_memories" in e and "data disk" in e for e in errors)
+
+
+def test_a_set_that_cannot_be_used_exits_2_and_an_unusable_endpoint_78(tmp_path: Path) -> None:
+    with FakeAnthropicServer(handler=scripted(IDEAL), api_key="right") as server:
+        config = _config(tmp_path, server.base_url)
+        bad_set = memoryd(
+            "--config",
+            str(config),
+            "eval",
+            "--set",
+            str(tmp_path / "nowhere"),
+            cwd=tmp_path,
+            env={"ANTHROPIC_API_KEY": "right"},
+        )
+        wrong_key = memoryd(
+            "--config", str(config), "eval", cwd=tmp_path, env={"ANTHROPIC_API_KEY": "wrong"}
+        )
+    assert bad_set.returncode == 2, bad_set.stderr[-2000:]
+    assert "cannot read the labels" in bad_set.stderr
+    assert wrong_key.returncode == 78, wrong_key.stderr[-2000:]
+    assert "could not be used" in wrong_key.stderr
+    assert wrong_key.stdout == ""
+    assert not (tmp_path / "operator-store").exists()
