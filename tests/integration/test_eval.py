@@ -45,7 +45,7 @@ name = "ops"
     return config
 
 
-def _eval(tmp_path: Path, server: FakeAnthropicServer, *args: str) -> dict[str, Any]:
+def _eval(tmp_path: Path, server: FakeAnthropicServer, *args: str, code: int = 0) -> dict[str, Any]:
     config = _config(tmp_path, server.base_url)
     run = memoryd(
         "--config",
@@ -57,7 +57,7 @@ def _eval(tmp_path: Path, server: FakeAnthropicServer, *args: str) -> dict[str, 
         env={"ANTHROPIC_API_KEY": "test"},
     )
     assert not server.handler_errors, server.handler_errors
-    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.returncode == code, run.stderr[-3000:]
     # The operator's store is never created, let alone written.
     assert not (tmp_path / "operator-store").exists()
     return dict(json.loads(run.stdout))
@@ -82,7 +82,8 @@ def test_ideal_answers_score_every_category_in_full(tmp_path: Path) -> None:
 
 def test_flawed_answers_lose_in_the_categories_of_their_flaws(tmp_path: Path) -> None:
     with FakeAnthropicServer(handler=scripted(FLAWED)) as server:
-        card = _eval(tmp_path, server)
+        # Scores are information; only --min-score turns a low one into exit 1.
+        card = _eval(tmp_path, server, "--min-score", "0.9", code=1)
     scores = _scores(card)
     categories = card["categories"]
     lower = {n for n, s in scores.items() if s is not None and s < 1.0}
