@@ -5,8 +5,8 @@ the body memoryd sent, `answers/NNNN.json` the answer given (`{"content": [{"typ
 "name": ..., "input": {...}}]}`). A request is recognised by its *key*: the tool it asks for and
 the conversation excerpt(s) between memoryd's nonce fences, with the nonce taken out, so that a
 change of the prompt's wording or of the context shown around the excerpt keeps the recording
-usable. A request without a fenced excerpt (a summary rewrite, a skills consolidation) is keyed
-by its whole user text, nonces and fact ids' order aside.
+usable. A request without a fenced excerpt is keyed by the fact ids it shows (a summary rewrite:
+the entity's facts), else by its whole user text without nonces (a skills consolidation).
 
 `replay_handler(folder)` is a `FakeAnthropicServer` handler: a request with no recorded answer
 raises `NoRecordingError` naming the start of its excerpt, which the server keeps in
@@ -25,6 +25,7 @@ from tests.fakes.anthropic_wire import Answer, RecordedRequest, Text, ToolUse
 
 _FENCED = re.compile(r"<<<(MEMORYD-[0-9A-F]+) BEGIN>>>\n?(.*?)\n?<<<\1 END>>>", re.DOTALL)
 _NONCE = re.compile(r"MEMORYD-[0-9A-F]{8,}")
+_FACT_ID = re.compile(r"(?<![\w-])[a-z0-9][a-z0-9-]*-\d{3,}(?![\w-])")
 
 
 class NoRecordingError(LookupError):
@@ -58,6 +59,9 @@ def request_key(body: Mapping[str, Any]) -> str:
     excerpts = [match.group(2).strip() for match in _FENCED.finditer(text)]
     if excerpts:
         return forced_tool(body) + "\n" + "\n---\n".join(excerpts)
+    fact_ids = sorted(set(_FACT_ID.findall(text)))
+    if fact_ids:
+        return forced_tool(body) + "\nfacts " + " ".join(fact_ids)
     return forced_tool(body) + "\n" + _NONCE.sub("MEMORYD-NONCE", text).strip()
 
 

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.fakes.anthropic_wire import RecordedRequest
 from tests.fakes.fake_anthropic import FakeAnthropicServer
 from tests.fakes.replay import recording_handler, replay_handler, user_text, write_baseline
 from tests.support.cli import memoryd
@@ -112,12 +111,7 @@ def _recording_runs() -> list[Path]:
 @pytest.mark.parametrize("run", _recording_runs(), ids=lambda p: p.name)
 def test_a_recorded_model_keeps_its_baseline(tmp_path: Path, run: Path) -> None:
     baseline = json.loads((run / "baseline.json").read_text(encoding="utf-8"))
-    handler = replay_handler(run)
-
-    def handle(request: RecordedRequest) -> Any:
-        return handler(request)
-
-    with FakeAnthropicServer(handler=handle) as server:
+    with FakeAnthropicServer(handler=replay_handler(run)) as server:
         card = _eval(tmp_path, server, "--retrieval")
     scores = _scores(card)
     worse = {
