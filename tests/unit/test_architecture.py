@@ -48,10 +48,15 @@ ALLOWED: dict[str, set[str]] = {
     "rewrite": BASE | FOUNDATION | {"budget"},
     "reading": BASE | FOUNDATION,
     "jobs": BASE | FOUNDATION | JOBS | {"budget", "reading", "sync"},
+    # `memoryd eval`: a labelled set filed by the real jobs into a throw-away store, then scored.
+    "eval": BASE | FOUNDATION | JOBS | {"budget", "jobs", "reading"},
     "daemon": BASE | FOUNDATION | JOBS | {"budget", "jobs", "reading", "sync"},
     # Edits the agent runtimes' own configuration files; nothing of memoryd's store or state.
     "connect": {"errors"},
-    "cli": BASE | FOUNDATION | JOBS | {"budget", "jobs", "daemon", "reading", "sync", "connect"},
+    "cli": BASE
+    | FOUNDATION
+    | JOBS
+    | {"budget", "jobs", "daemon", "reading", "sync", "connect", "eval"},
 }
 
 

@@ -96,6 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
         "share", help="as an agent's user: let your transcripts' group (memoryd) read them"
     )
     _add_connect_commands(subcommands)
+    _add_eval_command(subcommands)
     return parser
 
 
@@ -122,6 +123,21 @@ def _add_connect_commands(subcommands: argparse._SubParsersAction[Any]) -> None:
             "--dry-run", action="store_true", help="print each file's diff, change nothing"
         )
         command.add_argument("--json", action="store_true", help="machine-readable report")
+
+
+def _add_eval_command(subcommands: argparse._SubParsersAction[Any]) -> None:
+    """`memoryd eval` (its code in `memoryd.cli.eval`, imported only when it runs)."""
+    command = subcommands.add_parser(
+        "eval", help="score memory quality on a labelled scenario set (a throw-away store)"
+    )
+    command.add_argument("--set", metavar="PATH", help="a labelled set (default: memoryd's own)")
+    command.add_argument(
+        "--retrieval", action="store_true", help="also ask the set's questions of the search"
+    )
+    command.add_argument("--json", action="store_true", help="machine-readable scorecard")
+    command.add_argument(
+        "--min-score", type=float, metavar="X", help="exit 1 when the mean score is below X"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

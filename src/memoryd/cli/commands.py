@@ -38,6 +38,7 @@ COMMAND_MODULES: dict[str, tuple[str, str]] = {
     "share": ("share", "cmd_share"),
     "connect": ("connect", "cmd_connect"),
     "disconnect": ("connect", "cmd_disconnect"),
+    "eval": ("eval", "cmd_eval"),
 }
 
 
