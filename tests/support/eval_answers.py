@@ -20,6 +20,7 @@ from tests.fakes.replay import forced_tool, user_text
 
 Script = Mapping[str, Callable[[str], dict[str, Any]]]
 
+_TIP_LINE = re.compile(r"^(t\d+) \[([^\]]*)\] (.+)$", re.MULTILINE)
 _ID_LINE = re.compile(r"^\s*[-*]?\s*\[?([a-z0-9][a-z0-9-]*-\d{3,})\]?:?\s+(.+)$", re.MULTILINE)
 
 
@@ -212,15 +213,26 @@ def summary_of(text: str) -> dict[str, Any]:
     return {"summary": "\n".join(lines) or "- (nothing)"}
 
 
+def kept_as_they_are(text: str) -> dict[str, Any]:
+    """A consolidation that merges nothing: every numbered tip kept, in its topic."""
+    topics: dict[str, list[dict[str, Any]]] = {}
+    for number, topic, tip in _TIP_LINE.findall(text):
+        topics.setdefault(topic, []).append({"text": tip, "from": [number]})
+    return {"topics": [{"topic": name, "tips": tips} for name, tips in topics.items()]}
+
+
 def scripted(script: Script) -> Callable[[RecordedRequest], Answer]:
     """A fake server handler answering each extraction by its excerpt's phrase, each summary from
-    the facts shown; anything else raises (an unexpected request fails the test)."""
+    the facts shown, each consolidation by keeping every line (so a duplicate filed stays for the
+    scorecard to find); anything else raises (an unexpected request fails the test)."""
 
     def handle(request: RecordedRequest) -> Answer:
         text = user_text(request.body)
         tool = forced_tool(request.body)
         if tool == "write_summary":
             return ToolUse(summary_of(text))
+        if tool == "consolidate_skills":
+            return ToolUse(kept_as_they_are(text))
         for phrase, answer in script.items():
             if tool == "record_memories" and phrase in text:
                 return ToolUse(answer(text))
