@@ -7,9 +7,15 @@ What is indexed, one entry each, with the store-relative path and the 1-based li
   shown), `lastAccessed` and `accessCount`;
 - every content line of each `summary.md` (`summary`), daily note (`note`), skills file of
   any agent (`skill`: topic files, skills indexes, routine files) and of the tacit file
-  (`tacit`); headings and blank lines are not entries.
+  (`tacit`); headings, blank lines and memoryd's own template sentences are not entries.
 
-Ranking: SQLite's BM25 (`bm25()`, smaller is better) times a recency weight: an active fact
+A query is read as a question (`memoryd.reading._query`): stop words dropped, words stemmed,
+any word may match and covering more of them scores more. One hit per fact: a summary line
+citing facts is folded into their hits. Each hit carries its entity's name and its date (a
+fact's, a note's day).
+
+Ranking: SQLite's BM25 (`bm25()`, smaller is better) times the coverage factor times a recency
+weight: an active fact
 weighs by its tier today (hot 1.0, warm 0.85, cold 0.7, docs/store-format.md, Decay and summaries),
 a note by the tier its
 date would have (the days since it, no accesses), a summary, skill or tacit line as warm, and a
