@@ -7,6 +7,7 @@ the official SDK's. `remember` only queues: the next heartbeat (a real process) 
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -88,6 +89,9 @@ def test_an_mcp_client_searches_reads_and_remembers(tmp_path: Path) -> None:
     assert tools["search"].annotations.read_only_hint is True
     assert seen["search"]["hits"][0]["id"] == "jane-doe-002"
     assert seen["search"]["hits"][0]["path"] == f"{JANE}/items.json"
+    assert seen["search"]["hits"][0]["entity"] == "Jane Doe"
+    assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", seen["search"]["hits"][0]["date"])
+    assert [hit["id"] for hit in seen["search"]["hits"]].count("jane-doe-002") == 1
     assert seen["search"]["reads"] == {"facts": 1, "queued": True, "error": None}
     assert "nope" in seen["bad_kind"]
     assert seen["entity"]["ref"] == "people/jane-doe"

@@ -62,8 +62,14 @@ def test_search_finds_facts_and_lines_with_id_ref_path_and_line(filed: Path) -> 
     items = (filed / "store" / JANE / "items.json").read_text(encoding="utf-8").splitlines()
     assert hits[0]["path"] == f"{JANE}/items.json"
     assert '"id": "jane-doe-002"' in items[hits[0]["line"] - 1]
-    summary_hits = [hit for hit in hits if hit["kind"] == "summary"]
-    assert summary_hits and summary_hits[0]["path"] == f"{JANE}/summary.md"
+    assert hits[0]["entity"] == "Jane Doe" and hits[0]["status"] == "active"
+    facts = json.loads((filed / "store" / JANE / "items.json").read_text(encoding="utf-8"))
+    assert hits[0]["date"] == facts[1]["timestamp"]
+    # The summary line citing the fact is folded into its hit: one hit per fact.
+    assert [hit["id"] for hit in hits].count("jane-doe-002") == 1
+    assert not any("[jane-doe-002]" in hit["text"] for hit in hits)
+    summaries = json.loads(memoryd(filed, "search", "Lisbon", "--json", "--kind", "summary").stdout)
+    assert summaries and summaries[0]["path"] == f"{JANE}/summary.md"
 
     by_name = json.loads(memoryd(filed, "search", "jane", "--json", "--kind", "fact").stdout)
     assert {hit["id"] for hit in by_name} == {"jane-doe-001", "jane-doe-002"}

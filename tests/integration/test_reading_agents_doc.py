@@ -153,5 +153,5 @@ def test_the_paperclip_skill_commands_give_a_bundle_and_json_hits(store: Path) -
     search[search.index("WORDS")] = "Acme"
     hits = json.loads(run_memoryd(store, search).stdout)
     assert hits and set(hits[0]) == {
-        "kind", "id", "ref", "path", "line", "text", "status", "tier", "score"
+        "kind", "id", "ref", "path", "line", "text", "status", "tier", "score", "entity", "date"
     }  # fmt: skip

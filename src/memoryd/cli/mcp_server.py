@@ -75,6 +75,10 @@ class SearchHit(BaseModel):
     status: str | None = Field(description="active, superseded or retracted (facts)")
     tier: str = Field(description="hot, warm, cold, or inactive (superseded or retracted)")
     score: float
+    entity: str | None = Field(default=None, description="the entity's name (facts, summaries)")
+    date: str | None = Field(
+        default=None, description="the fact's date or the note's day, YYYY-MM-DD"
+    )
 
 
 class SearchResult(BaseModel):
@@ -150,8 +154,9 @@ def build_server(settings: Settings, env: Environment, *, agent: str) -> MCPServ
         description="Call before answering from assumption about a person, company, project, "
         "decision or past event, and when `context` left something out: full-text search of "
         "the memory, recent and often-used first. `kinds`: any of fact, summary, note, skill, "
-        "tacit (default all). Each hit has its fact id, entity ref (for `get_entity`), file "
-        "and line; superseded or retracted facts are found and marked.",
+        "tacit (default all). Ask in words or a plain question. One hit per fact, each with its "
+        "fact id, entity ref (for `get_entity`) and name, date, tier, file and line; "
+        "superseded or retracted facts are found and marked.",
     )
     def search(query: str, limit: int = 10, kinds: list[Kind] | None = None) -> SearchResult:
         found = find(

@@ -137,7 +137,10 @@ def cmd_search(
             status = f" ({hit.status})" if hit.status not in (None, "active") else ""
             where = f"{hit.path}:{hit.line}"
             label = hit.id if hit.kind == "fact" else hit.kind
-            out.write(f"{label}{status} [{hit.tier}] {hit.ref or '-'} {where}\n    {hit.text}\n")
+            when = f" {hit.date}" if hit.date else ""
+            out.write(
+                f"{label}{status} [{hit.tier}]{when} {hit.ref or '-'} {where}\n    {hit.text}\n"
+            )
         if not hits:
             out.write("no match\n")
     get_logger("memoryd.cli").info(

@@ -15,7 +15,9 @@ from memoryd.logs import get_logger
 
 log = get_logger("memoryd.reading.search")  # the index's logger: its events keep the name
 
-SCHEMA_VERSION: Final = "3"
+# 4: stemmed terms (porter over unicode61), entries carry their entity's name, their date and
+# the fact ids a summary line cites. A file of another version is rebuilt (`connect`).
+SCHEMA_VERSION: Final = "4"
 _BUSY_TIMEOUT_MS: Final = 5000
 
 _SCHEMA: Final = """
@@ -25,11 +27,13 @@ CREATE TABLE IF NOT EXISTS files(path TEXT PRIMARY KEY, mtime_ns INTEGER NOT NUL
 CREATE TABLE IF NOT EXISTS entries(
     rowid INTEGER PRIMARY KEY, path TEXT NOT NULL, kind TEXT NOT NULL, id TEXT NOT NULL,
     ref TEXT, line INTEGER NOT NULL, status TEXT, last_used TEXT, uses INTEGER NOT NULL,
-    text TEXT NOT NULL, terms TEXT NOT NULL);
+    text TEXT NOT NULL, terms TEXT NOT NULL, entity TEXT, day TEXT, cites TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS entries_path ON entries(path);
+CREATE INDEX IF NOT EXISTS entries_id ON entries(id);
 CREATE INDEX IF NOT EXISTS entries_heat ON entries(kind, status, path, last_used, uses);
 CREATE VIRTUAL TABLE IF NOT EXISTS docs USING fts5(
-    terms, content='entries', content_rowid='rowid', tokenize='unicode61 remove_diacritics 2');
+    terms, content='entries', content_rowid='rowid',
+    tokenize='porter unicode61 remove_diacritics 2');
 """
 
 

@@ -7,9 +7,15 @@ What is indexed, one entry each, with the store-relative path and the 1-based li
   shown), `lastAccessed` and `accessCount`;
 - every content line of each `summary.md` (`summary`), daily note (`note`), skills file of
   any agent (`skill`: topic files, skills indexes, routine files) and of the tacit file
-  (`tacit`); headings and blank lines are not entries.
+  (`tacit`); headings, blank lines and memoryd's own template sentences are not entries.
 
-Ranking: SQLite's BM25 (`bm25()`, smaller is better) times a recency weight: an active fact
+A query is read as a question (`memoryd.reading._query`): stop words dropped, words stemmed,
+any word may match and covering more of them scores more. One hit per fact: a summary line
+citing facts is folded into their hits. Each hit carries its entity's name and its date (a
+fact's, a note's day).
+
+Ranking: SQLite's BM25 (`bm25()`, smaller is better) times the coverage factor times a recency
+weight: an active fact
 weighs by its tier today (hot 1.0, warm 0.85, cold 0.7, docs/store-format.md, Decay and summaries),
 a note by the tier its
 date would have (the days since it, no accesses), a summary, skill or tacit line as warm, and a
@@ -30,19 +36,27 @@ Several readers may refresh at once; SQLite serializes them.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
-import re
 import sqlite3
-import stat
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from memoryd.errors import CorruptFileError
 from memoryd.logs import get_logger
-from memoryd.reading._entries import NOTE_NAME, Entry, parse_file, stamp, walk
+from memoryd.reading._entries import (
+    NOTE_NAME,
+    Entry,
+    indexable,
+    parse_file,
+    stamp,
+    stamp_of,
+    walk,
+)
+from memoryd.reading._query import any_of, coverage_factor, question_terms
 from memoryd.reading._search_db import connect
 from memoryd.reading.files import ReadOnlyStore
 from memoryd.store.catalog import entity_at
@@ -56,7 +70,10 @@ INDEX_FILE_NAME: Final = "search.sqlite"
 KINDS: Final = ("fact", "summary", "note", "skill", "tacit")
 WEIGHTS: Final[dict[str, float]] = {"hot": 1.0, "warm": 0.85, "cold": 0.7, "inactive": 0.5}
 _CANDIDATES: Final = 200  # BM25's best this many are re-ranked with recency
-_WORD = re.compile(r"\w+", re.UNICODE)
+_COLUMNS: Final = (
+    "e.kind, e.id, e.ref, e.path, e.line, e.text, e.status, e.last_used, e.uses, e.entity, "
+    "e.day, e.cites"
+)
 
 
 @dataclass(frozen=True)
@@ -70,6 +87,8 @@ class Hit:
     status: str | None
     tier: str  # hot, warm, cold, or inactive (superseded or retracted)
     score: float
+    entity: str | None = None  # the name of the entity of a fact or summary line
+    date: str | None = None  # a fact's date, a note's day (ISO); None for the other kinds
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -82,6 +101,8 @@ class Hit:
             "status": self.status,
             "tier": self.tier,
             "score": round(self.score, 6),
+            "entity": self.entity,
+            "date": self.date,
         }
 
 
@@ -126,9 +147,7 @@ class SearchIndex:
         so that its cost follows the commit, not the store (an index still empty is built
         whole); a search refreshes everything before it queries, so edits made by hand and
         pulls are seen then."""
-        scope = (
-            None if paths is None or self._empty() else _indexable(paths, tacit_file, skills_dir)
-        )
+        scope = None if paths is None or self._empty() else indexable(paths, tacit_file, skills_dir)
         if scope is None:
             on_disk = self._scan(tacit_file, skills_dir)
         else:
@@ -136,7 +155,7 @@ class SearchIndex:
             on_disk = {
                 path: found
                 for path, base in scope.items()
-                if (found := _stamp(root, path, base)) is not None
+                if (found := stamp_of(root, path, base)) is not None
             }
         with self._transaction():
             query = "SELECT path, mtime_ns, size, inode FROM files"
@@ -205,10 +224,10 @@ class SearchIndex:
             found[tacit_file] = (info.st_mtime_ns, info.st_size, info.st_ino)
         return found
 
-    def _refs(self, paths: Sequence[str]) -> dict[str, tuple[str, str]]:
+    def _refs(self, paths: Sequence[str]) -> dict[str, tuple[str, str, str]]:
         """Store path of each entity file among `paths` -> its entity's ref and names (one
         `entity.json` read per entity, not the whole catalogue)."""
-        refs: dict[str, tuple[str, str]] = {}
+        refs: dict[str, tuple[str, str, str]] = {}
         entities: dict[str, Entity | None] = {}
         for path in paths:
             folder = path.rsplit("/", 1)[0]
@@ -220,10 +239,12 @@ class SearchIndex:
                     entities[folder] = None
             entity = entities[folder]
             if entity is not None:
-                refs[path] = (entity.ref, " ".join(entity.names))
+                refs[path] = (entity.ref, " ".join(entity.names), entity.name)
         return refs
 
-    def _entries(self, path: str, refs: dict[str, tuple[str, str]], tacit_file: str) -> list[Entry]:
+    def _entries(
+        self, path: str, refs: dict[str, tuple[str, str, str]], tacit_file: str
+    ) -> list[Entry]:
         try:
             text = self._store.read_text(path)
         except CorruptFileError as error:
@@ -242,8 +263,8 @@ class SearchIndex:
     def _insert(self, entry: Entry) -> None:
         terms = f"{entry.text} {entry.about}".strip()
         cursor = self._db.execute(
-            "INSERT INTO entries(path, kind, id, ref, line, status, last_used, uses, text, terms) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO entries(path, kind, id, ref, line, status, last_used, uses, text, terms, "
+            "entity, day, cites) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 entry.path,
                 entry.kind,
@@ -255,6 +276,9 @@ class SearchIndex:
                 entry.uses,
                 entry.text,
                 terms,
+                entry.entity,
+                entry.day.isoformat() if entry.day else None,
+                " ".join(entry.cites),
             ),
         )
         self._db.execute("INSERT INTO docs(rowid, terms) VALUES (?, ?)", (cursor.lastrowid, terms))
@@ -292,79 +316,73 @@ class SearchIndex:
         limit: int = 10,
         kinds: Sequence[str] = (),
     ) -> list[Hit]:
-        """The best `limit` entries for `query` (module docstring), best first. Every word of
-        the query must match; when nothing does, any word may."""
-        words = [word for word in _WORD.findall(query) if word]
-        if not words:
+        """The best `limit` entries for `query` (module docstring), best first, one hit per
+        fact: a summary line citing facts is folded into their hits."""
+        terms = question_terms(query)
+        if not terms:
             return []
-        hits = self._query(" ".join(f'"{w}"' for w in words), today, rule, kinds)
-        if not hits and len(words) > 1:
-            hits = self._query(" OR ".join(f'"{w}"' for w in words), today, rule, kinds)
-        hits.sort(key=lambda hit: (-hit.score, KINDS.index(hit.kind), hit.id))
-        return hits[:limit]
+        rows = self._candidates(any_of(terms), kinds)
+        matched = self._coverage(terms, [row[0] for row in rows])
+        hits: dict[tuple[str, str], Hit] = {}
+        fold = not kinds or "fact" in kinds
+        for rowid, *fields, bm25 in rows:
+            score = -bm25 * coverage_factor(matched.get(rowid, 0), len(terms))
+            hit = _hit(fields, score, today, rule)
+            cited = self._cited(hit, score, today, rule) if fold and fields[-1] else []
+            for found in cited or [hit]:
+                key = (found.kind, found.id)
+                if key not in hits or hits[key].score < found.score:
+                    hits[key] = found
+        ranked = sorted(hits.values(), key=lambda hit: (-hit.score, KINDS.index(hit.kind), hit.id))
+        return ranked[:limit]
 
-    def _query(self, match: str, today: date, rule: TierRule, kinds: Sequence[str]) -> list[Hit]:
-        sql = (
-            "SELECT e.kind, e.id, e.ref, e.path, e.line, e.text, e.status, e.last_used, e.uses, "
-            "bm25(docs) FROM docs JOIN entries e ON e.rowid = docs.rowid WHERE docs MATCH ?"
-        )
+    def _candidates(self, match: str, kinds: Sequence[str]) -> list[tuple[Any, ...]]:
+        sql = f"SELECT e.rowid, {_COLUMNS}, bm25(docs) FROM docs JOIN entries e "  # noqa: S608
+        sql += "ON e.rowid = docs.rowid WHERE docs MATCH ?"
         parameters: list[object] = [match]
         if kinds:
             sql += f" AND e.kind IN ({', '.join('?' for _ in kinds)})"
             parameters += list(kinds)
         sql += " ORDER BY bm25(docs) LIMIT ?"
         parameters.append(_CANDIDATES)
-        hits = []
-        for kind, id_, ref, path, line, text, status, last_used, uses, bm25 in self._db.execute(
-            sql, parameters
+        return self._db.execute(sql, parameters).fetchall()
+
+    def _coverage(self, terms: Sequence[str], rowids: Sequence[int]) -> dict[int, int]:
+        """How many of `terms` each of the entries `rowids` contains (as the index stems them)."""
+        counts: dict[int, int] = {}
+        if len(terms) < 2 or not rowids:
+            return dict.fromkeys(rowids, len(terms))
+        among = f"rowid IN ({', '.join('?' for _ in rowids)})"
+        for term in terms:
+            sql = f"SELECT rowid FROM docs WHERE docs MATCH ? AND {among}"  # noqa: S608
+            for (rowid,) in self._db.execute(sql, (any_of([term]), *rowids)):
+                counts[rowid] = counts.get(rowid, 0) + 1
+        return counts
+
+    def _cited(self, line: Hit, score: float, today: date, rule: TierRule) -> list[Hit]:
+        """The hits of the facts a summary line cites, each scored as the line was (at the
+        fact's own tier); [] when none of them is in the index (the line stays a hit)."""
+        cites = self._db.execute(
+            "SELECT cites FROM entries WHERE path = ? AND line = ? AND kind = 'summary'",
+            (line.path, line.line),
+        ).fetchone()
+        ids = str(cites[0]).split() if cites else []
+        found = []
+        for fields in self._db.execute(
+            f"SELECT {_COLUMNS} FROM entries e WHERE e.kind = 'fact' AND e.id IN "  # noqa: S608
+            f"({', '.join('?' for _ in ids)})",
+            ids,
         ):
-            tier = _tier(kind, status, last_used, uses, today=today, rule=rule)
-            hits.append(Hit(kind, id_, ref, path, line, text, status, tier, -bm25 * WEIGHTS[tier]))
-        return hits
+            fact = _hit(list(fields), 1.0, today, rule)
+            weight = WEIGHTS[fact.tier] / WEIGHTS[line.tier]
+            found.append(dataclasses.replace(fact, score=score * weight))
+        return found
 
 
-def _indexable(paths: Iterable[str], tacit_file: str, skills_dir: str) -> dict[str, str | None]:
-    """Those of `paths` a full scan (`SearchIndex._scan`) would look at, by their names alone
-    (entity files below `life/`, daily notes, skills files, the tacit file; no hidden name
-    below the folder scanned), each with that folder (None for the tacit file)."""
-    found: dict[str, str | None] = {}
-    for path in sorted(set(paths)):
-        name = path.rpartition("/")[2]
-        if path == tacit_file:
-            found[path] = None
-        elif path.startswith(f"{LIFE}/") and name in (ITEMS_FILE, SUMMARY_FILE):
-            found[path] = LIFE
-        elif path.startswith(f"{NOTES_DIR}/") and path.count("/") == NOTES_DIR.count("/") + 1:
-            if NOTE_NAME.match(name):
-                found[path] = NOTES_DIR
-        elif path.startswith(f"{skills_dir}/") and name.endswith(".md") and name != "README.md":
-            found[path] = skills_dir
-    return {
-        path: base
-        for path, base in found.items()
-        if base is None
-        or not any(not part or part.startswith(".") for part in path[len(base) + 1 :].split("/"))
-    }
-
-
-def _stamp(root: str, path: str, base: str | None) -> tuple[int, int, int] | None:
-    """A file's (mtime_ns, size, inode) as the full scan finds it below `base`: a regular file
-    reached without a symbolic link on the way (the tacit file: whatever it is), else None."""
-    try:
-        if base is None:
-            found = os.lstat(os.path.join(root, path))
-            return (found.st_mtime_ns, found.st_size, found.st_ino)
-        below = path[len(base) + 1 :].split("/")
-        for end in range(1, len(below)):
-            folder = os.path.join(root, base, *below[:end])
-            if not stat.S_ISDIR(os.lstat(folder).st_mode):
-                return None
-        found = os.lstat(os.path.join(root, path))
-    except OSError:
-        return None
-    if not stat.S_ISREG(found.st_mode):
-        return None
-    return (found.st_mtime_ns, found.st_size, found.st_ino)
+def _hit(fields: Sequence[Any], score: float, today: date, rule: TierRule) -> Hit:
+    kind, id_, ref, path, line, text, status, last_used, uses, entity, day, _ = fields
+    tier = _tier(kind, status, last_used, uses, today=today, rule=rule)
+    return Hit(kind, id_, ref, path, line, text, status, tier, score * WEIGHTS[tier], entity, day)
 
 
 def _tier(

@@ -37,6 +37,10 @@ _INTROS: Final = {
         "once it qualifies."
     ),
 }
+_NOTE_INTRO: Final = "Daily note filed by memoryd from the agents' conversations."
+# memoryd's own sentences in a note (what the file is, what each of its sections is): readers
+# such as the search index leave them out, they say nothing about the day.
+TEMPLATE_LINES: Final = frozenset({_NOTE_INTRO, *_INTROS.values()})
 # Not strftime("%A"): that follows the process locale, and the note must not depend on it.
 _WEEKDAYS: Final = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 _TIMED = re.compile(r"^- (\d{2}:\d{2}) ")
@@ -81,7 +85,7 @@ def _header(day: date) -> list[str]:
     return [
         f"# {day.isoformat()} ({_WEEKDAYS[day.weekday()]})",
         "",
-        "Daily note filed by memoryd from the agents' conversations.",
+        _NOTE_INTRO,
     ]
 
 

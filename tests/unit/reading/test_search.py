@@ -1,4 +1,4 @@
-"""The search index on its own: what each file gives, the kinds filter, any-word fallback."""
+"""The search index on its own: what each file gives, the kinds filter, any word matching."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def test_every_kind_of_file_is_found_and_filtered(tmp_path: Path) -> None:
         assert [(hit.kind, hit.ref, hit.line) for hit in skill] == [("skill", "ops", 3)]
         tacit = index.search("music", today=TODAY, rule=rule)
         assert [(hit.kind, hit.tier) for hit in tacit] == [("tacit", "warm")]
-        # Every word must match; when nothing does, any word may.
+        # Any word may match; covering more of them ranks higher.
         assert [
             hit.kind for hit in index.search("music chess", today=TODAY, rule=rule, kinds=["tacit"])
         ] == ["tacit"]
