@@ -27,8 +27,8 @@ letter apart). They are shown to the model as different entities, so that it nei
 two nor misses the known one when the excerpt says they are the same.
 
 Cost per excerpt: one pass to split the text into words, then, for each label of each entity,
-a dictionary lookup of its first word (and the look-alike comparisons with the few capitalised
-phrases of the text that share its first letter) — linear in the number of labels.
+a dictionary lookup of its first two words, and the look-alike comparisons with the distinct
+capitalised phrases of the text of its length and first letter — linear in the number of labels.
 """
 
 from __future__ import annotations
@@ -108,17 +108,21 @@ def find_in_prose(text: str, entities: Iterable[Entity]) -> ProseFinding:
     """The entities `text` names in prose (in the order given) and the look-alikes of names
     it writes (module docstring)."""
     tokens = [_Token(fold_word(m.group()), m.start(), m.end()) for m in _TOKEN.finditer(text)]
-    at: dict[str, list[int]] = {}
+    # Where each word, and each pair of consecutive words, starts: a label is looked up by its
+    # first two words, so a common first word ("Client 0042 Holdings") is no scan.
+    at: dict[tuple[str, ...], list[int]] = {}
     for index, token in enumerate(tokens):
-        at.setdefault(token.word, []).append(index)
-    phrases = _capitalised_phrases(text, tokens)
+        at.setdefault((token.word,), []).append(index)
+        if index + 1 < len(tokens):
+            at.setdefault((token.word, tokens[index + 1].word), []).append(index)
+    windows = _windows(_capitalised_phrases(text, tokens))
     finding = ProseFinding()
     for entity in entities:
         labels = [_label_parts(label) for label in entity.names]
         if any(_named(text, tokens, at, *parts) for parts in labels):
             finding.mentioned.append(entity)
             continue
-        seen = _lookalike(phrases, [parts[0] for parts in labels])
+        seen = _lookalike(windows, [parts[0] for parts in labels])
         if seen is not None:
             finding.lookalikes.append(Lookalike(entity, seen))
     return finding
@@ -127,14 +131,14 @@ def find_in_prose(text: str, entities: Iterable[Entity]) -> ProseFinding:
 def _named(
     text: str,
     tokens: list[_Token],
-    at: dict[str, list[int]],
+    at: dict[tuple[str, ...], list[int]],
     label_words: tuple[str, ...],
     gaps: tuple[str, ...],
 ) -> bool:
     if not label_words:
         return False
     size = len(label_words)
-    for first in at.get(label_words[0], ()):
+    for first in at.get(label_words[:2], ()):
         span = tokens[first : first + size]
         if len(span) < size or any(t.word != w for t, w in zip(span, label_words, strict=True)):
             continue
@@ -209,17 +213,31 @@ def _capitalised_phrases(text: str, tokens: list[_Token]) -> list[list[tuple[str
     return runs
 
 
-def _lookalike(phrases: list[list[tuple[str, str]]], labels: list[tuple[str, ...]]) -> str | None:
+# Windows of the capitalised phrases, by (number of words, first letter): each a tuple of folded
+# words mapped to the words as written (the first place they occur).
+_Windows = dict[tuple[int, str], dict[tuple[str, ...], str]]
+
+
+def _windows(phrases: list[list[tuple[str, str]]]) -> _Windows:
+    windows: _Windows = {}
+    for run in phrases:
+        for size in range(1, len(run) + 1):
+            for start in range(len(run) - size + 1):
+                window = run[start : start + size]
+                folded = tuple(word for word, _ in window)
+                bucket = windows.setdefault((size, folded[0][:1]), {})
+                bucket.setdefault(folded, " ".join(shown for _, shown in window))
+    return windows
+
+
+def _lookalike(windows: _Windows, labels: list[tuple[str, ...]]) -> str | None:
     for label_words in labels:
         size = len(label_words)
         if not label_words or (size == 1 and len(label_words[0]) < LOOKALIKE_LENGTH):
             continue
-        for run in phrases:
-            for start in range(len(run) - size + 1):
-                window = run[start : start + size]
-                written = tuple(word for word, _ in window)
-                if _close(written, label_words):
-                    return " ".join(shown for _, shown in window)
+        for written, shown in windows.get((size, label_words[0][:1]), {}).items():
+            if _close(written, label_words):
+                return shown
     return None
 
 
