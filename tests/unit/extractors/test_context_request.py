@@ -114,3 +114,21 @@ def test_the_tacit_lines_shown_stay_within_their_bound_with_a_large_tacit_file(
     assert 0 < len(lines) <= TACIT_SHOWN_LINES
     assert sum(len(line) - 2 for line in lines) <= TACIT_SHOWN_CHARS
     assert lines[0] == "- Never takes meetings before 10:00"  # shares the most words
+
+
+def test_each_section_of_a_shared_request_shows_its_own_tacit_lines(
+    session: StoreSession,
+) -> None:
+    add_tacit(session.tx, TACIT_FILE, TODAY_RULES)
+    texts = ("No meetings before 10:00, please.", "Sign the git tag for the release.")
+    chunks = [make_chunk(text, session=f"s{n}") for n, text in enumerate(texts)]
+    contexts = [context_for(session, text) for text in texts]
+    extractor = LLMExtractor(NoClient(), model="m", max_tokens=1000, scrub=lambda s: s)
+
+    content = extractor.build_sections_request(chunks, contexts).user_content
+
+    first, second = content.index("s1: conversation"), content.index("s2: conversation")
+    assert "Never takes meetings before 10:00" in content[first:second]
+    assert "Signs every git tag" in content[second:]
+    assert "Signs every git tag" not in content[first:second]
+    assert "Do not file again a tacit rule" in content
