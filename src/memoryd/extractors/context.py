@@ -23,6 +23,7 @@ from memoryd.worktree import FileTransaction
 
 SKILLS_INDEX_LIMIT = 4000  # characters of the skills index shown to the model
 MAX_ENTITIES = 25
+MAX_LOOKALIKES = 5  # look-alike lines, within MAX_ENTITIES (a common first name has many)
 
 
 def build_context(
@@ -72,7 +73,7 @@ def build_context(
         if entity.archived:
             header += f", {entity.status}"
         blocks.append("\n".join([header, *lines]))
-    room = MAX_ENTITIES - len(entities)
+    room = min(MAX_LOOKALIKES, MAX_ENTITIES - len(entities))
     blocks.extend(_lookalike_line(lookalike) for lookalike in finding.lookalikes[: max(room, 0)])
     index = tx.read_text(skills_index_path) or ""
     if len(index) > SKILLS_INDEX_LIMIT:

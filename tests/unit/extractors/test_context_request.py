@@ -13,7 +13,7 @@ import pytest
 from tests.support.extractors import TACIT_FILE, make_chunk, make_store, open_session
 
 from memoryd.extractors.apply import StoreSession
-from memoryd.extractors.context import build_context
+from memoryd.extractors.context import MAX_LOOKALIKES, build_context
 from memoryd.extractors.extract import ChunkContext
 from memoryd.extractors.llm_extractor import LLMExtractor
 from memoryd.llm.base import ToolRequest, ToolResult
@@ -132,3 +132,15 @@ def test_each_section_of_a_shared_request_shows_its_own_tacit_lines(
     assert "Signs every git tag" in content[second:]
     assert "Signs every git tag" not in content[first:second]
     assert "Do not file again a tacit rule" in content
+
+
+def test_lookalike_lines_are_bounded_when_many_entities_share_a_first_name(
+    session: StoreSession,
+) -> None:
+    for number in range(12):
+        session.catalog.create(f"Jane Person{number:02d}", "person", [], today=make_chunk().day)
+
+    known = context_for(session, "Jane Smith called.").known_entities.splitlines()
+
+    assert len(known) == MAX_LOOKALIKES
+    assert all("not the same person as 'Jane Smith'" in line for line in known)
