@@ -67,6 +67,7 @@ class ChunkContext:
 
     known_entities: str
     skills_index: str
+    tacit: str = ""  # the filed tacit lines relevant to the excerpt, one bullet each
 
 
 @dataclass(frozen=True)

@@ -119,8 +119,10 @@ class LLMExtractor:
             date=chunk.day.isoformat(),
             known_entities=context.known_entities or "(none)",
             skills_index=context.skills_index or "(empty)",
+            tacit=context.tacit or "(none)",
             nonce=make_nonce(
-                transcript + context.known_entities + context.skills_index, self._token
+                transcript + context.known_entities + context.skills_index + context.tacit,
+                self._token,
             ),
             transcript=transcript,
         )
@@ -134,13 +136,14 @@ class LLMExtractor:
 
         ids = section_ids(len(chunks))
         transcripts = [chunk.render() for chunk in chunks]
-        everything = "".join(transcripts) + "".join(c.known_entities for c in contexts)
+        everything = "".join(transcripts) + "".join(c.known_entities + c.tacit for c in contexts)
         nonce = make_nonce(everything + contexts[0].skills_index, self._token)
         sections = "\n\n".join(
             self._section.render(
                 section=section,
                 session=chunk.session_id,
                 known_entities=context.known_entities or "(none)",
+                tacit=context.tacit or "(none)",
                 nonce=nonce,
                 transcript=transcript,
             )

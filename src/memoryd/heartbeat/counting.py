@@ -72,4 +72,5 @@ def _context(chunk: Chunk, session: StoreSession, options: HeartbeatOptions) -> 
         facts=session.facts,
         max_facts=options.context_facts,
         skills_index_path=f"{agent_folder(options.skills_dir, chunk.agent)}/{INDEX_FILE}",
+        tacit_path=session.tacit_file,
     )

@@ -162,6 +162,7 @@ class RunBook:
             facts=session.facts,
             max_facts=self.settings.context_facts,
             skills_index_path=f"{agent_folder(self.settings.skills_dir, chunk.agent)}/{INDEX_FILE}",
+            tacit_path=session.tacit_file,
         )
 
     def estimate(self, chunk: Chunk) -> float | None:

@@ -28,9 +28,10 @@ same answer). A name the tokenizer finds no token in although it has a letter or
 SQLite's Unicode tables do not know) is decided by scanning every row, never by dropping it.
 
 A whole word here means: not preceded or followed by a word character (letters, digits,
-underscore), so "Al" does not match "Alice" but "Acme" matches "acme," and "ACME"; the words of a
-multi-word name may be separated by any run of white space. A name without any letter or digit
-counts no mention.
+underscore), nor joined to a path, URL, e-mail address or identifier (`_BEFORE`, `_AFTER`), so
+"Al" does not match "Alice" nor "Dev" `/dev/sda1`, but "Acme" matches "acme," and "ACME"; the
+words of a multi-word name may be separated by any run of white space. A name without any
+letter or digit counts no mention.
 """
 
 from __future__ import annotations
@@ -70,6 +71,13 @@ def _fts_term(token: str) -> str:
     return '"' + token.replace('"', '""') + '"'
 
 
+# What may not touch a name for it to count: a word character before or after it, nor a path,
+# URL, e-mail or identifier joined to it ("/dev/sda1", "dev-server", "dev.example.com",
+# "dev@example.com"). Sentence punctuation after it ("Dev.", "Dev's", "Dev-") still counts.
+_BEFORE = r"(?<![\w/\\@.\-:~$])"
+_AFTER = r"(?![\w/\\@]|[-.:'][^\W_](?<!'s))"
+
+
 def _word_pattern(names: Iterable[str]) -> re.Pattern[str] | None:
     alternatives = []
     for name in sorted(set(names)):
@@ -78,7 +86,7 @@ def _word_pattern(names: Iterable[str]) -> re.Pattern[str] | None:
             alternatives.append(r"\s+".join(re.escape(word) for word in words))
     if not alternatives:
         return None
-    return re.compile(r"(?<!\w)(?:" + "|".join(alternatives) + r")(?!\w)", re.IGNORECASE)
+    return re.compile(_BEFORE + "(?:" + "|".join(alternatives) + ")" + _AFTER, re.IGNORECASE)
 
 
 def _usable_names(names: Iterable[str]) -> list[str]:

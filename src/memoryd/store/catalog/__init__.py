@@ -11,12 +11,16 @@ from __future__ import annotations
 from memoryd.store.catalog._cache import load_catalog
 from memoryd.store.catalog._catalog import EntityCatalog, entity_at
 from memoryd.store.catalog._layout import bucket_entry
+from memoryd.store.catalog._prose import Lookalike, ProseFinding, find_in_prose
 from memoryd.store.catalog._snapshot import followed_paths, save_snapshot
 
 __all__ = [
     "EntityCatalog",
+    "Lookalike",
+    "ProseFinding",
     "bucket_entry",
     "entity_at",
+    "find_in_prose",
     "followed_paths",
     "load_catalog",
     "save_snapshot",
