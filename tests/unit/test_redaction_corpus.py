@@ -114,3 +114,158 @@ def test_a_planted_kind_never_survives_whatever_surrounds_it(
 
     assert secret not in redacted
     assert redact(redacted) == redacted
+
+
+# Secrets stated in prose, each with the part that must not survive, and look-alikes that must
+# stay whole: sentences written for this corpus (no real secret; the AWS-shaped values end in
+# EXAMPLE/EXAMPLEKEY like the documented examples). Door codes, alarm codes and PINs count as
+# secrets: they open something.
+PROSE_SECRETS: tuple[tuple[str, str], ...] = (
+    ("the office wifi password is now Lighthouse-Kelp-2291", "Lighthouse-Kelp-2291"),
+    ("The wifi password is Granite!Owl77 for guests", "Granite!Owl77"),
+    ("the password is now Quartz-Ferry-5512", "Quartz-Ferry-5512"),
+    ("the PIN for the alarm is 4821", "4821"),
+    ("passphrase: correct horse battery staple", "correct horse battery staple"),
+    ("pw: Tr0ub4dor&3", "Tr0ub4dor&3"),
+    ("the code to the door is 1234", "1234"),
+    ("my password for GitLab is hunter2!", "hunter2!"),
+    ("set the root password to Zx9-Vq!mote41", "Zx9-Vq!mote41"),
+    ("login: bob / S3cret!", "S3cret!"),
+    ("use the login alice / Pumpkin#88 on the staging box", "Pumpkin#88"),
+    ("the admin password for jenkins is now Marble-Sky-31", "Marble-Sky-31"),
+    ("the door code is 7703", "7703"),
+    ("the gate code is now 55190", "55190"),
+    ("the alarm code is 3316#", "3316"),
+    ("my PIN is 0912", "0912"),
+    ("the SIM PIN is 2468", "2468"),
+    ("PIN: 8830", "8830"),
+    ("the passcode for the phone is 662190", "662190"),
+    ("the safe combination is 12-34-56", "12-34-56"),
+    ("I changed the password to Nectarine_Bolt_19", "Nectarine_Bolt_19"),
+    ("I set the db password to Vn8#qLp2z", "Vn8#qLp2z"),
+    ("changed my password to FrostyOtter42", "FrostyOtter42"),
+    ("her password's still Cobalt-Finch-08", "Cobalt-Finch-08"),
+    ("the vpn password: Harbor-Lamp-7731", "Harbor-Lamp-7731"),
+    ("Password for the NAS = Kestrel!9090", "Kestrel!9090"),
+    ('the new password is "Basalt Drift 44"', "Basalt Drift 44"),
+    ("the wi-fi key is Sandpiper-2208", "Sandpiper-2208"),
+    ("wifi password Lantern-Moss-63", "Lantern-Moss-63"),
+    ("the passphrase for the ssh key is tangerine-velvet-orbit", "tangerine-velvet-orbit"),
+    ("username: carol password: Rye&Thistle7", "Rye&Thistle7"),
+    ("user bob pass Hx7!kk2p", "Hx7!kk2p"),
+    ("creds are deploy / Quill-Oak-552", "Quill-Oak-552"),
+    ("the root pw is toor4life", "toor4life"),
+    (
+        "connect with secret wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    ),
+    (
+        "aws key AKIAIOSFODNN7EXAMPLE secret key Je7MtGbClwBF/2Zp9Utk/h3yCo8nvbEXAMPLEKEY",
+        "Je7MtGbClwBF/2Zp9Utk/h3yCo8nvbEXAMPLEKEY",
+    ),
+    (
+        "the secret access key is 9drTJvcXLB89EXAMPLEKEY/FmN8bkGcCl2jEXAMPLE",
+        "9drTJvcXLB89EXAMPLEKEY/FmN8bkGcCl2jEXAMPLE",
+    ),
+    (
+        "bot token 123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw0",
+        "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw0",
+    ),
+    (
+        "slack token xoxb-2741529-9381726354-Zq7xRt2mNbV8kLpW4sYc",
+        "xoxb-2741529-9381726354-Zq7xRt2mNbV8kLpW4sYc",
+    ),
+    (
+        "github token ghp_Q7rT2mNbV8kLpW4sYcX9aE3dF6gH1jK0lZ5u",
+        "ghp_Q7rT2mNbV8kLpW4sYcX9aE3dF6gH1jK0lZ5u",
+    ),
+    (
+        "pat github_pat_11ABCDEFG0Q7rT2mNbV8kL_pW4sYcX9aE3dF6gH1jK0lZ5uQ7rT2mNbV8kLpW4sYcX9",
+        "github_pat_11ABCDEFG0Q7rT2mNbV8kL_pW4sYcX9aE3dF6gH1jK0lZ5uQ7rT2mNbV8kLpW4sYcX9",
+    ),
+    ("stripe key sk_live_51Hq7rT2mNbV8kLpW4sYcX9aE", "sk_live_51Hq7rT2mNbV8kLpW4sYcX9aE"),
+    ("maps key AIzaSyQ7rT2mNbV8kLpW4sYcX9aE3dF6gH1jK0l", "AIzaSyQ7rT2mNbV8kLpW4sYcX9aE3dF6gH1jK0l"),
+    (
+        "the jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.Q7rT2mNbV8kLpW4sYcX9aE3dF6gH",
+        "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.Q7rT2mNbV8kLpW4sYcX9aE3dF6gH",
+    ),
+    ("the api key is 7f3c9a1e5b2d8f4a6c0e9b7d3a1f5c8e", "7f3c9a1e5b2d8f4a6c0e9b7d3a1f5c8e"),
+    ("her token is now Q7rT2mNbV8kLpW4sYcX9", "Q7rT2mNbV8kLpW4sYcX9"),
+    ("the master password was Violet#Canyon#12", "Violet#Canyon#12"),
+    ("Password is now: Orchid-Pier-404", "Orchid-Pier-404"),
+)
+PROSE_LOOK_ALIKES: tuple[str, ...] = (
+    "reset your password from the settings page",
+    "the password policy requires 12 characters",
+    "password is required",
+    "password is incorrect",
+    "the password is stored in 1Password",
+    "passwords are hashed with argon2",
+    "I forgot my password",
+    "the PIN pad is broken",
+    "the password is too short",
+    "your password is about to expire",
+    "the password is now rotated every 90 days",
+    "the password is set via the PASSWORD env var",
+    "the PIN is four digits long",
+    "the pin is at the top of the header",
+    "enter the code from the authenticator app",
+    "the code is in src/main.py",
+    "the code to the door handler is in door.py",
+    "the error code is 1234",
+    "status code is 404",
+    "the exit code is 2",
+    "the door code needs to be changed every quarter",
+    "the alarm code is kept in the vault",
+    "the wifi password is on the fridge",
+    "the wifi password is written on the router",
+    "login: required for all users",
+    "login / logout buttons are on the right",
+    "the password for the admin account is in 1Password",
+    "set the root password to something long",
+    "set the password to expire after 30 days",
+    "change the password to a passphrase",
+    "the passphrase is optional",
+    "pw: see the vault",
+    "PIN: see the card",
+    "the secret is to keep the tests fast",
+    "the key is to cache the index",
+    "the key is 'user_id' in the users table",
+    "the token is valid for one hour",
+    "the token is refreshed automatically",
+    "my password manager is Bitwarden",
+    "the password field is hidden by default",
+    "pin the version to 3.11",
+    "we pin numpy to 1.26.4",
+    "the password reset link expired",
+    "the password was changed yesterday",
+    "the password is the same as before",
+    "the code is 80 lines long",
+    "the PIN code is printed on the letter",
+    "the ticket number is 4821",
+    "the port is 5432",
+    "room 1234 is on the second floor",
+)
+
+
+def _measure_prose() -> tuple[list[str], list[str]]:
+    missed = [sentence for sentence, secret in PROSE_SECRETS if secret in redact(sentence)]
+    altered = [redact(sentence) for sentence in PROSE_LOOK_ALIKES if redact(sentence) != sentence]
+    return missed, altered
+
+
+def test_the_prose_corpus_is_large_enough() -> None:
+    assert len(PROSE_SECRETS) >= 40
+    assert len(PROSE_LOOK_ALIKES) >= 40
+
+
+@pytest.mark.xfail(strict=True, reason="prose secrets beyond 'password is X' are not found yet")
+def test_secrets_stated_in_prose_go_and_their_look_alikes_stay() -> None:
+    missed, altered = _measure_prose()
+
+    print(
+        f"prose corpus: caught {len(PROSE_SECRETS) - len(missed)}/{len(PROSE_SECRETS)}, "
+        f"look-alikes altered {len(altered)}/{len(PROSE_LOOK_ALIKES)}"
+    )
+    assert missed == []
+    assert altered == []
