@@ -245,6 +245,23 @@ PROSE_LOOK_ALIKES: tuple[str, ...] = (
     "the ticket number is 4821",
     "the port is 5432",
     "room 1234 is on the second floor",
+    "copy the key from the user root/.ssh/id_rsa file",
+    "open login github.com/settings/tokens to make one",
+    "the key src/memoryd/store/v2/_index3.py holds it",
+    "pin: 1.2.3",
+    "the minimum password is 12 characters long",
+    "the password argon2id hash is slow on purpose",
+    "user 12.5s / 14.2s system",
+    "the password is 8 characters",
+    "the token endpoint https://auth.example.com/oauth2/token",
+    "the cache key is 9f86d081884c7d659a2feaa0c55ad015",
+    "for key in sorted_keys_by_date_2024_01:",
+    "the secret sauce is caching",
+    "the pin count is 144",
+    "the user alice / the group admins own it",
+    "login: see the onboarding doc",
+    "set the password to something you will remember",
+    "the gate code changes monthly",
 )
 
 
@@ -259,7 +276,6 @@ def test_the_prose_corpus_is_large_enough() -> None:
     assert len(PROSE_LOOK_ALIKES) >= 40
 
 
-@pytest.mark.xfail(strict=True, reason="prose secrets beyond 'password is X' are not found yet")
 def test_secrets_stated_in_prose_go_and_their_look_alikes_stay() -> None:
     missed, altered = _measure_prose()
 

@@ -41,6 +41,7 @@ from functools import lru_cache
 
 from memoryd.errors import ConfigError
 from memoryd.redaction._credential_rules import CONTEXT_RULES, PROVIDER_RULES
+from memoryd.redaction._prose_rules import PROSE_RULES
 from memoryd.redaction._rule import Pattern, Rule
 from memoryd.redaction._secret_rules import BUILTIN_RULES
 
@@ -82,7 +83,7 @@ def _rules(extra_patterns: tuple[str, ...]) -> tuple[Rule, ...]:
             raise ExtraPatternError(pattern, str(error)) from None
     # Configured patterns come first: the operator named them on purpose, so their kind wins a
     # tie with a built-in rule.
-    return (*custom, *PROVIDER_RULES, *BUILTIN_RULES, *CONTEXT_RULES)
+    return (*custom, *PROVIDER_RULES, *BUILTIN_RULES, *CONTEXT_RULES, *PROSE_RULES)
 
 
 @dataclass(frozen=True)
