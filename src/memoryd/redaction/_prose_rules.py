@@ -22,11 +22,30 @@ from __future__ import annotations
 import re
 
 from memoryd.redaction._credential_rules import PROSE_WORDS, looks_random
-from memoryd.redaction._rule import Span, folding_rule
+from memoryd.redaction._rule import Select, Span, folding_rule
 from memoryd.redaction._secret_rules import is_code_reference, is_placeholder
 
 _ESCAPED = r"(?<=\\[nrt])"
-_START = r"(?:(?<![a-z0-9_-])|" + _ESCAPED + ")"
+_ESCAPES = ("\\n", "\\r", "\\t")
+_WORD = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
+
+
+def _at_word_start(select: Select) -> Select:
+    """`select`, for matches that start a word (or follow a JSON string's `\\n`, `\\t`, `\\r`).
+
+    Checked here rather than by a leading lookbehind in the pattern: a pattern that starts with
+    its keywords is searched several times faster, and a match is rare."""
+
+    def selected(match: re.Match[str], original: str) -> Span | None:
+        start = match.start()
+        inside = start > 0 and original[start - 1] in _WORD
+        if inside and original[max(0, start - 2) : start] not in _ESCAPES:
+            return None
+        return select(match, original)
+
+    return selected
+
+
 _S = r"[ \t]++"
 # "for the alarm", "to the front door", "on prod": at most three words after the preposition.
 _QUALIFIER = r"(?:" + _S + r"(?:for|of|on|to|at)(?:" + _S + r"[^\s.,;:!?=]{1,40}+){1,3}?)?"
@@ -130,10 +149,24 @@ def _random_value(match: re.Match[str], original: str) -> Span | None:
         return None  # `.`: a file or a host name (a dotted token is the JWT rule's)
     if "/" in value and _PATH_PART.search(value):
         return None  # `src/memoryd/v2/x`: a path
-    # A bare "key" before a lower-case hex string is more often a cache key or a commit.
-    if match.group("weak") is not None and _HEX.fullmatch(value):
-        return None
     return start, end
+
+
+# What makes "key" say secret: "secret key", "secret access key", "api key", "access key".
+_KEY_QUALIFIER = re.compile(r"(?:secret[ \t](?:access[ \t])?|api[ _-]?|access[ \t])\Z")
+
+
+def _key_value(match: re.Match[str], original: str) -> Span | None:
+    key = match.start()
+    before = original[max(0, key - 16) : key].lower()
+    qualifier = _KEY_QUALIFIER.search(before)
+    start = key - (len(qualifier.group()) if qualifier else 0)
+    if start > 0 and original[start - 1] in _WORD and original[start - 2 : start] not in _ESCAPES:
+        return None
+    # A bare "key" before a lower-case hex string is more often a cache key or a commit.
+    if qualifier is None and _HEX.fullmatch(match.group("token")):
+        return None
+    return _random_value(match, original)
 
 
 def _trimmed_digits(match: re.Match[str], original: str) -> Span | None:
@@ -157,11 +190,23 @@ _PASSPHRASE = (
 # The value of a password stated in a sentence: after a verb or separator (possibly after
 # "for the NAS"), or right after the keyword with no verb ("wifi password X").
 _PASSWORD_LEAD = r"(?:" + _QUALIFIER + r"(?:" + _STATED + _LOOSE + r")|(?P<bare>))[ \t]++" + _VALUE
-_CODE_KEYWORDS = (
-    r"(?:pin(?:[ \t]code)?|passcode|combination"
-    r"|(?:door|gate|alarm|entry|access|lock|keypad|garage|safe|building|locker)[ \t]code"
-    r"|code" + _S + r"(?:to|for)(?:" + _S + r"the)?" + _S + r"(?:front[ \t]|back[ \t]|main[ \t])?"
-    r"(?:door|gate|alarm|safe|lock|garage|building|locker|office|house|flat|apartment))"
+# Each rule below starts with one literal keyword, which the regex engine finds by a fast scan;
+# a pattern starting with an alternation of keywords is tried at every position, several times
+# slower on the long lines of tool output.
+_CODE_VALUE = _QUALIFIER + r"(?:" + _STATED + r")[ \t]++(?P<code>[0-9][0-9 .#*-]{2,20}+)"
+_CODE_PLACES = ("door", "gate", "alarm", "entry", "access", "lock", "keypad", "garage", "safe")
+# "the door code", or "the code to the (front) door".
+_CODE = (
+    r"code(?:"
+    + "|".join(r"(?<=" + place + r"[ \t]code)" for place in _CODE_PLACES)
+    + r"|(?="
+    + _S
+    + r"(?:to|for)"
+    + _S
+    + r"(?:the"
+    + _S
+    + r")?(?:front[ \t]|back[ \t]|main[ \t])?"
+    r"(?:door|gate|alarm|safe|lock|garage|building|locker|office|house|flat|apartment)))"
 )
 _PAIR = (
     r"(?:login|logins|creds|credentials|user(?:name)?|account)(?:" + _S + r"(?:is|are))?"
@@ -172,7 +217,6 @@ _PAIR = (
     + _VALUE
 )
 _TOKEN = (
-    r"(?:secret(?:[ \t]access)?(?:[ \t]key)?|api[ _-]?key|access[ \t]key|token|(?P<weak>key))"
     r"(?:" + _QUALIFIER + r"(?:" + _STATED + r")|)[ \t]++"
     r"(?P<token>[a-z0-9+/=_.~-]{16,512}+)(?![a-z0-9+/=_.~-])"
 )
@@ -181,21 +225,29 @@ PROSE_RULES = (
     # "the office wifi password is now X", "set the root password to X", "pw: X".
     folding_rule(
         "password",
-        _START + r"(?P<kw>password|passwd|passphrase|passcode|pw|wi-?fi[ \t]key)" + _PASSWORD_LEAD,
-        _password_value,
-        ("passw", "passp", "passc", "pw", "fi key"),
+        r"(?P<kw>password|passwd|passphrase|passcode|pw|wi-?fi[ \t]key)" + _PASSWORD_LEAD,
+        _at_word_start(_password_value),
+        ("pass", "pw", "fi key"),
     ),
-    folding_rule("password", _START + _PASSPHRASE, lambda m, o: m.span("value"), ("passphrase",)),
+    folding_rule("password", _PASSPHRASE, _at_word_start(lambda m, o: m.span("value")), ("pass",)),
     # "the PIN for the alarm is 4821", "the door code is 7703", "the safe combination is 12-34".
     folding_rule(
         "password",
-        _START + _CODE_KEYWORDS + _QUALIFIER + r"(?:" + _STATED + r")[ \t]++"
-        r"(?P<code>[0-9][0-9 .#*-]{2,20}+)",
-        _trimmed_digits,
-        ("pin", "code", "combination"),
+        r"pin(?:[ \t]code)?" + _CODE_VALUE,
+        _at_word_start(_trimmed_digits),
+        ("pin",),
+    ),
+    folding_rule("password", _CODE + _CODE_VALUE, _at_word_start(_trimmed_digits), ("code",)),
+    folding_rule(
+        "password", r"combination" + _CODE_VALUE, _at_word_start(_trimmed_digits), ("combination",)
     ),
     # "login: bob / S3cret!", "creds are deploy / X", "username: carol password: X".
-    folding_rule("password", _START + _PAIR, _pair_value, ("login", "creds", "user", "account")),
+    folding_rule(
+        "password", _PAIR, _at_word_start(_pair_value), ("login", "cred", "user", "account")
+    ),
     # "connect with secret wJalr...", "her token is now X", "the api key is X".
-    folding_rule("secret", _START + _TOKEN, _random_value, ("secret", "key", "token")),
+    folding_rule("secret", r"secret" + _TOKEN, _at_word_start(_random_value), ("secret",)),
+    folding_rule("secret", r"token" + _TOKEN, _at_word_start(_random_value), ("token",)),
+    # "secret key X", "api key is X", "the secret access key is X", "key X".
+    folding_rule("secret", r"key" + _TOKEN, _key_value, ("key",)),
 )
