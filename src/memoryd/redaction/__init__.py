@@ -9,7 +9,9 @@ A secret is replaced by the marker `[REDACTED:<kind>]` (kinds: `anthropic`, `ope
 and `custom` for the configured `cleaning.extra_patterns`). Where a secret sits in context only
 the secret goes: the password of `scheme://user:pass@host`, the value of `password=...` or
 `DB_PASS=...`, the token after `Bearer`, the password of `mysql -pPASS`, `curl -u user:PASS`,
-`sshpass -p PASS` and of a `.netrc` entry.
+`sshpass -p PASS` and of a `.netrc` entry, and the value of a secret stated in a sentence
+(`memoryd.redaction._prose_rules`: "the wifi password is now X", "the PIN for the alarm is
+4821", "login: bob / X").
 
 This module is top-level (not under `sources`) because the store scans files for secrets before
 committing them, and the store must not import the sources.
@@ -24,7 +26,8 @@ Invariants:
 extra patterns
   are the configuration's responsibility.
 
-Deliberate near-misses left alone: hex ids (git SHAs), UUIDs, prose about passwords, file paths,
+Deliberate near-misses left alone: hex ids (git SHAs), UUIDs, prose about passwords ("password
+is required", "the PIN pad is broken"), file paths,
 placeholders (`********`, `<your-key>`, `${API_KEY}`, `$API_KEY`, `{{ secrets.X }}`, elided
 `sk-ant-...`, the name of an environment variable) and code (`const apiKey = await ...`,
 `isOAuthToken: boolean`, `{ _csrf_token: csrfToken }`): they stand for a secret without being
