@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 
 from structlog.testing import capture_logs
-from tests.fakes.fake_anthropic import FakeAnthropicServer, RecordedRequest, ToolUse
+from tests.fakes.fake_anthropic import FakeAnthropicServer, RecordedRequest, Text, ToolUse
 from tests.support.harness import Workspace, turn
 from tests.support.marker_model import marker_model
 
@@ -89,3 +89,28 @@ def test_secrets_stated_in_prose_reach_no_request_store_history_state_or_log(
     )
     assert "bob / [REDACTED:password]" in sent
     assert len(state) > 0
+
+
+def test_a_quarantined_chunk_and_an_invalid_answer_keep_no_prose_secret(tmp_path: Path) -> None:
+    # A chunk that fails three heartbeats is kept whole in the state database, with the error
+    # that failed it; the model's text answers (invalid: no tool call) state a secret too.
+    ws = Workspace(tmp_path)
+    ws.init()
+    ws.write_log("a.jsonl", [turn("user", text, "2026-03-01T09:00:00Z") for text in SAID.values()])
+    answer = Text("Nothing to record. The root password is now Zx9-Vq!mote41, door code is 77031")
+
+    with capture_logs() as events, FakeAnthropicServer(default=answer) as server:
+        reports = [ws.heartbeat(ws.settings(), server.base_url) for _ in range(3)]
+        sent = json.dumps([request.body for request in server.message_requests])
+
+    assert [report.chunks_failed for report in reports] == [1, 1, 1]
+    assert reports[-1].chunks_quarantined == 1
+    state = every_file_below(tmp_path / "state")
+    logged = repr(events)
+    stored = json.dumps(ws.tree())
+    for secret in [*SAID, *ANSWERED]:
+        assert secret not in sent, secret
+        assert secret.encode() not in state, secret
+        assert secret not in logged, secret
+        assert secret not in stored, secret
+    assert b"the office wifi password is now [REDACTED:password]" in state

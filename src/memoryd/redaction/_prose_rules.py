@@ -209,7 +209,7 @@ _CODE = (
     r"(?:door|gate|alarm|safe|lock|garage|building|locker|office|house|flat|apartment)))"
 )
 _PAIR = (
-    r"(?:login|logins|creds|credentials|user(?:name)?|account)(?:" + _S + r"(?:is|are))?"
+    r"(?:" + _S + r"(?:is|are))?"
     r"(?:[ \t]*+:)?[ \t]++[a-z0-9_.@+-]{1,64}+"
     r"(?:[ \t]++/[ \t]++|(?:[ \t]*+,)?"
     + _S
@@ -242,8 +242,14 @@ PROSE_RULES = (
         "password", r"combination" + _CODE_VALUE, _at_word_start(_trimmed_digits), ("combination",)
     ),
     # "login: bob / S3cret!", "creds are deploy / X", "username: carol password: X".
-    folding_rule(
-        "password", _PAIR, _at_word_start(_pair_value), ("login", "cred", "user", "account")
+    *(
+        folding_rule("password", keyword + _PAIR, _at_word_start(_pair_value), (anchor,))
+        for keyword, anchor in (
+            (r"user(?:name)?", "user"),
+            (r"logins?", "login"),
+            (r"cred(?:s|entials)", "cred"),
+            (r"account", "account"),
+        )
     ),
     # "connect with secret wJalr...", "her token is now X", "the api key is X".
     folding_rule("secret", r"secret" + _TOKEN, _at_word_start(_random_value), ("secret",)),
