@@ -285,3 +285,26 @@ def test_secrets_stated_in_prose_go_and_their_look_alikes_stay() -> None:
     )
     assert missed == []
     assert altered == []
+
+
+def test_prose_redaction_is_idempotent_and_keeps_the_sentence() -> None:
+    for sentence, secret in PROSE_SECRETS:
+        redacted = redact(sentence)
+        assert redact(redacted) == redacted
+        assert secret not in redacted
+        assert "[REDACTED:" in redacted
+        assert redacted.split()[0] == sentence.split()[0]  # the sentence around it stays
+
+
+def test_a_prose_secret_inside_a_json_string_goes_and_its_escapes_stay() -> None:
+    text = json.dumps(
+        {
+            "content": "the wifi password is now Lighthouse-Kelp-2291\nnext line, login: bob / "
+            'S3cret!\tthen pw: "Tr0ub4dor&3" ok'
+        }
+    )
+
+    assert redact(text) == (
+        '{"content": "the wifi password is now [REDACTED:password]\\nnext line, login: bob / '
+        '[REDACTED:password]\\tthen pw: \\"[REDACTED:password]\\" ok"}'
+    )

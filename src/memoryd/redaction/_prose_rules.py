@@ -50,7 +50,8 @@ _S = r"[ \t]++"
 # "for the alarm", "to the front door", "on prod": at most three words after the preposition.
 _QUALIFIER = r"(?:" + _S + r"(?:for|of|on|to|at)(?:" + _S + r"[^\s.,;:!?=]{1,40}+){1,3}?)?"
 _VALUE = (
-    r"(?:'(?P<single>[^'\r\n]{1,256}+)'"
+    r"(?:\\\"(?P<escaped>[^\"\\\r\n]{1,256}+)"
+    r"|'(?P<single>[^'\r\n]{1,256}+)'"
     r'|"(?P<double>[^"\r\n]{1,256}+)"'
     r"""|(?P<value>[^\s'"|;<>(){}\[\]]{1,256}+))"""
 )
@@ -63,15 +64,22 @@ _STATED = (
 )
 _LOOSE = r"|" + _S + r"(?P<loose>to)"
 
+_JSON_ESCAPE = re.compile(r'\\[nrt"\\]')
 _SYMBOLS = frozenset("!@#$%^&*+=?~/\\|-_.")
 
 
 def _span(match: re.Match[str], original: str) -> tuple[int, int, str] | None:
-    for name in ("single", "double", "value"):
+    for name in ("escaped", "single", "double", "value"):
         if match.group(name) is not None:
             start, end = match.span(name)
             value = original[start:end]
-            trimmed = value if name != "value" else value.rstrip(".,;:!?)`")
+            if name == "value":
+                # A JSON string's escape (`\\n`, `\\"`) ends a bare value: it is the text's
+                # line end or quote, seen through one level of encoding.
+                value = value[: escape.start()] if (escape := _JSON_ESCAPE.search(value)) else value
+            # Sentence punctuation ends a bare value; `!` and `?` stay (`hunter2!`): hiding them
+            # with the password costs less than leaving its last character.
+            trimmed = value if name != "value" else value.rstrip(".,;:)`")
             if not trimmed or is_placeholder(trimmed):
                 return None
             return start, start + len(trimmed), trimmed
