@@ -3,8 +3,9 @@
 What it measures (the redaction rules are many, so their cost is watched): the throughput of
 `memoryd.sources.clean.clean_text`, line by line as the readers hand text over, on
 
-1. a generated corpus (`--megabytes`, default 8): code, shell sessions, prose and JSON tool output
-   with a planted secret every few hundred lines, built in memory from a seeded generator;
+1. a generated corpus (`--megabytes`, default 8): code, shell sessions, prose (some of it about
+   passwords, PINs and keys) and JSON tool output with a planted secret every few hundred lines
+   (some stated in a sentence), built in memory from a seeded generator;
 2. the real transcripts beside the repository (`shared/fixtures/transcripts/real`), when
    present, read whole files as lines.
 
@@ -42,12 +43,16 @@ _LINES = (
     "export PATH=$HOME/bin:$PATH",
     "password: {{{{ secrets.DB_PASSWORD }}}}",
     "request {hex8}-aaaa-bbbb-cccc-{hex12} failed with 503",
+    "Reset your password from the settings page; the token is valid for one hour.",
+    "the user admin / the key in the vault / the PIN pad and the door code are unchanged",
 )
 _SECRETS = (
     "DB_PASS={word}{n}!x",
     "curl -u admin:{word}{n} https://ci.example.com",
     "export GITHUB_TOKEN=ghp_{alnum36}",
     "my password is {word}{n}",
+    "the office wifi password is now {word}-Kelp-{n}",
+    "the PIN for the alarm is {n}",
 )
 
 

@@ -400,6 +400,11 @@ ADVERSARIAL_LINES = {
     "url prefixes": "a://b:" * 170_000,
     "quoted values": 'api_key="' * 110_000,
     "base64 run": "Ab1+" * 250_000,
+    "prose password chain": "the password for a b c is " * 40_000,
+    "prose keyword run": "pw " * 330_000,
+    "login pairs": "user a / " * 110_000,
+    "door codes": "the code to the front door is 1-" * 30_000,
+    "secret keys": "secret key is " * 70_000,
 }
 
 

@@ -9,7 +9,9 @@ A secret is replaced by the marker `[REDACTED:<kind>]` (kinds: `anthropic`, `ope
 and `custom` for the configured `cleaning.extra_patterns`). Where a secret sits in context only
 the secret goes: the password of `scheme://user:pass@host`, the value of `password=...` or
 `DB_PASS=...`, the token after `Bearer`, the password of `mysql -pPASS`, `curl -u user:PASS`,
-`sshpass -p PASS` and of a `.netrc` entry.
+`sshpass -p PASS` and of a `.netrc` entry, and the value of a secret stated in a sentence
+(`memoryd.redaction._prose_rules`: "the wifi password is now X", "the PIN for the alarm is
+4821", "login: bob / X").
 
 This module is top-level (not under `sources`) because the store scans files for secrets before
 committing them, and the store must not import the sources.
@@ -24,7 +26,8 @@ Invariants:
 extra patterns
   are the configuration's responsibility.
 
-Deliberate near-misses left alone: hex ids (git SHAs), UUIDs, prose about passwords, file paths,
+Deliberate near-misses left alone: hex ids (git SHAs), UUIDs, prose about passwords ("password
+is required", "the PIN pad is broken"), file paths,
 placeholders (`********`, `<your-key>`, `${API_KEY}`, `$API_KEY`, `{{ secrets.X }}`, elided
 `sk-ant-...`, the name of an environment variable) and code (`const apiKey = await ...`,
 `isOAuthToken: boolean`, `{ _csrf_token: csrfToken }`): they stand for a secret without being
@@ -41,6 +44,7 @@ from functools import lru_cache
 
 from memoryd.errors import ConfigError
 from memoryd.redaction._credential_rules import CONTEXT_RULES, PROVIDER_RULES
+from memoryd.redaction._prose_rules import PROSE_RULES
 from memoryd.redaction._rule import Pattern, Rule
 from memoryd.redaction._secret_rules import BUILTIN_RULES
 
@@ -82,7 +86,7 @@ def _rules(extra_patterns: tuple[str, ...]) -> tuple[Rule, ...]:
             raise ExtraPatternError(pattern, str(error)) from None
     # Configured patterns come first: the operator named them on purpose, so their kind wins a
     # tie with a built-in rule.
-    return (*custom, *PROVIDER_RULES, *BUILTIN_RULES, *CONTEXT_RULES)
+    return (*custom, *PROVIDER_RULES, *BUILTIN_RULES, *CONTEXT_RULES, *PROSE_RULES)
 
 
 @dataclass(frozen=True)

@@ -199,8 +199,9 @@ _FLAG_VALUE = (
 )
 _SPACE = r"(?:[ \t\r\n]|\\[tn])"
 
-# Words that follow "password is" in prose without being a password.
-_PROSE_WORDS = frozenset(
+# Words that follow "password is" in prose without being a password (also read by
+# `memoryd.redaction._prose_rules`).
+PROSE_WORDS = frozenset(
     {
         *("a", "an", "the", "not", "now", "no", "set", "too", "still", "also", "just", "being"),
         *("been", "only", "in", "on", "at", "of", "for", "to", "correct", "incorrect", "wrong"),
@@ -213,7 +214,9 @@ _PROSE_WORDS = frozenset(
         *("secure", "insecure", "simple", "complex", "easy", "hard", "generated", "random"),
         *("managed", "rotated", "kept", "sent", "shared", "written", "typed", "entered", "used"),
         *("accepted", "rejected", "ignored", "supported", "handled", "working", "broken"),
-        *("disabled", "enabled", "configured", "defined", "given", "provided"),
+        *("disabled", "enabled", "configured", "defined", "given", "provided", "about", "going"),
+        *("supposed", "expiring", "due", "printed", "listed", "synced", "see", "ask", "check"),
+        *("use", "whatever", "something", "anything", "nothing", "none", "unchanged"),
     }
 )
 
@@ -223,7 +226,7 @@ def _prose_value(match: re.Match[str], original: str) -> Span | None:
     if span is None:
         return None
     value = original[span[0] : span[1]]
-    if value.lower() in _PROSE_WORDS or (value.isalpha() and value.islower() and len(value) < 4):
+    if value.lower() in PROSE_WORDS or (value.isalpha() and value.islower() and len(value) < 4):
         return None
     return span
 
@@ -314,16 +317,6 @@ CONTEXT_RULES: tuple[Rule, ...] = (
         LazyPattern(r"[?&]sig=(?P<value>[A-Za-z0-9%+/=]{20,}+)"),
         lambda match, original: match.span("value"),
         ("sig=",),
-    ),
-    # Prose: "my password is hunter2", "the root password for prod was 'x'".
-    folding_rule(
-        "password",
-        r"(?:(?<![a-z])|" + _ESCAPED + r")(?:password|passwd|passphrase|passcode|pw)"
-        r"(?:[ \t]++(?:for|of|on|to)[ \t]++[^\s.,;:!?]{1,40}+(?:[ \t]++[^\s.,;:!?]{1,40}+)?)?"
-        r"[ \t]++(?:is|was|are|is[ \t]now|now[ \t]is|changed[ \t]to|set[ \t]to|reset[ \t]to)"
-        r"[ \t]++" + _FLAG_VALUE,
-        _prose_value,
-        ("pass", "pw"),
     ),
     folding_rule("secret", _KEYED_VALUE, _random_value, tuple(sorted(_WEAK_KEY_WORDS))),
 )
