@@ -42,16 +42,24 @@ def sample_input() -> SummaryInput:
     )
 
 
-def test_request_sends_hot_then_warm_and_never_cold_or_superseded() -> None:
+def test_request_sends_hot_then_warm_then_cold_background_and_never_superseded() -> None:
     request = build_request(sample_input(), model="claude-haiku-5-5", today="2026-03-10")
     text = request.user_content
     assert text.index("[jane-doe-001] Joined Acme as CTO") < text.index("[jane-doe-002] Lives")
-    assert "Secret cold thing" not in text and "jane-doe-003" not in text
+    # Too few hot and warm facts to say what Jane is: the cold one is given as background.
+    assert text.index("[jane-doe-002] Lives") < text.index("[jane-doe-003] Secret cold thing")
     assert "Old superseded thing" not in text
     assert request.tool.name == "write_summary"
     # Byte-stable: the same input gives the same API parameters (batches and caching rely on it).
     again = build_request(sample_input(), model="claude-haiku-5-5", today="2026-03-10")
     assert message_params(request) == message_params(again)
+
+
+def test_cold_facts_are_not_given_when_enough_others_are() -> None:
+    hot = [fact(f"jane-doe-{n:03d}", f"Hot thing {n}", age=1) for n in range(1, 6)]
+    subject = summary_input(person(), [*hot, fact("jane-doe-006", "Cold", age=90)], TODAY, RULE)
+    request = build_request(subject, model="claude-haiku-5-5", today="2026-03-10")
+    assert "Hot thing 5" in request.user_content and "jane-doe-006" not in request.user_content
 
 
 def test_a_valid_summary_is_cleaned_and_its_title_dropped() -> None:
@@ -98,7 +106,8 @@ def test_template_lists_hot_then_warm_and_passes_validation() -> None:
     body = render_template(summary)
     assert body == (
         "## Recent\n\n- Joined Acme as CTO [jane-doe-001]\n\n"
-        "## Background\n\n- Lives in Lisbon [jane-doe-002]"
+        "## Background\n\n- Lives in Lisbon [jane-doe-002]\n"
+        "- Secret cold thing (from 2025-12) [jane-doe-003]"
     )
     assert validate_summary(body, summary.ids) == body
     assert summary_file("Jane Doe", body).startswith("# Jane Doe\n\n## Recent\n")
