@@ -13,7 +13,7 @@ A model's summary is accepted only when (`validate_summary`):
   words outside its citations;
 - a citation is a bracketed, comma-separated list of fact ids, `[jane-doe-004]` or
   `[jane-doe-004, jane-doe-007]`, and every id cited anywhere is one the request gave (a hot or
-  warm fact of this entity, or a cold one given as background when it has too few others);
+  warm fact of this entity; cold facts are never given, so they can never be cited);
 - no second `# ` title;
 - hot facts come first (docs/store-format.md, Decay and summaries): no content line resting only on
 warm facts comes before a
@@ -104,11 +104,9 @@ def fence_marker(content: str) -> str:
 def build_request(
     summary_input: SummaryInput, *, model: str, today: str, correction: str = ""
 ) -> ToolRequest:
-    """The `write_summary` request for an entity: hot facts, then warm ones with the cold
-    facts its input gives as background (only when it has too few others)."""
+    """The `write_summary` request for an entity: hot facts, then warm; never cold ones."""
     hot = "\n".join(map(_fact_line, summary_input.tier_facts("hot"))) or "(none)"
-    older = summary_input.tier_facts("warm") + summary_input.tier_facts("cold")
-    warm = "\n".join(map(_fact_line, older)) or "(none)"
+    warm = "\n".join(map(_fact_line, summary_input.tier_facts("warm"))) or "(none)"
     entity = summary_input.entity
     user = load_prompt("summary-user").render(
         name=one_line(entity.name),

@@ -2,8 +2,8 @@
 
 A summary rests on an entity's active facts, by decay tier (`memoryd.store.tiers`): the hot and
 warm ones are given (hot first, each tier in id order, at most `MAX_SUMMARY_FACTS`), the cold
-ones only counted, except that a summary resting on fewer than `MIN_SUMMARY_FACTS` facts is
-topped up with the entity's most important cold facts (`background_order`: most used, then by
+ones only counted, except that an entity with no hot or warm fact is given its
+`BACKGROUND_FACTS` most important cold facts instead (`background_order`: most used, then by
 category, then newest), so that a summary always says what the entity is, even when nothing
 about it was used for months. A fact that was already old when it was filed or last used, or a
 cold one, is marked with the month it dates from (`SummaryFact.dated`, "(from 2026-03)").
@@ -34,8 +34,8 @@ from memoryd.worktree import FileTransaction
 
 # A summary rests on at most this many facts: hot ones first, so the freshest always make it.
 MAX_SUMMARY_FACTS = 80
-# A summary resting on fewer facts is topped up with the most important cold ones.
-MIN_SUMMARY_FACTS = 5
+# How many cold facts an entity with no hot or warm one is summarized from.
+BACKGROUND_FACTS = 5
 # The order of importance of the categories when cold facts are chosen as background.
 CATEGORY_WEIGHT: Final[dict[str, int]] = {
     "milestone": 0,
@@ -72,7 +72,7 @@ class SummaryInput:
     """What an entity's summary is written from, and when that changes by itself."""
 
     entity: Entity
-    facts: tuple[SummaryFact, ...]  # hot, warm (each in id order), then background cold ones
+    facts: tuple[SummaryFact, ...]  # hot then warm, each in id order; or background cold ones
     active_count: int
     cold_count: int
     next_change: date | None  # the first day one of its active facts changes tier
@@ -85,6 +85,12 @@ class SummaryInput:
     @property
     def hot_ids(self) -> frozenset[str]:
         return frozenset(fact.id for fact in self.facts if fact.tier == "hot")
+
+    @property
+    def in_use(self) -> bool:
+        """Whether it rests on a hot or warm fact (else only on cold background facts, or none:
+        the weekly rewrite then renders the template without a model)."""
+        return any(fact.tier != "cold" for fact in self.facts)
 
     def tier_facts(self, tier: Tier) -> list[SummaryFact]:
         return [fact for fact in self.facts if fact.tier == tier]
@@ -184,10 +190,9 @@ def summary_input(
         if change is not None:
             changes.append(change)
     chosen = (by_tier["hot"] + by_tier["warm"])[:MAX_SUMMARY_FACTS]
-    room = MIN_SUMMARY_FACTS - len(chosen)
-    if room > 0:
-        background = sorted(cold, key=background_order)[:room]
-        chosen += [_summary_fact(fact, "cold", rule) for fact in background]
+    if not chosen:
+        background = sorted(cold, key=background_order)[:BACKGROUND_FACTS]
+        chosen = [_summary_fact(fact, "cold", rule) for fact in background]
     document = {
         "name": entity.name,
         "ref": entity.ref,

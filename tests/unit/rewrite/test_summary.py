@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -42,12 +44,11 @@ def sample_input() -> SummaryInput:
     )
 
 
-def test_request_sends_hot_then_warm_then_cold_background_and_never_superseded() -> None:
+def test_request_sends_hot_then_warm_and_never_cold_or_superseded() -> None:
     request = build_request(sample_input(), model="claude-haiku-5-5", today="2026-03-10")
     text = request.user_content
     assert text.index("[jane-doe-001] Joined Acme as CTO") < text.index("[jane-doe-002] Lives")
-    # Too few hot and warm facts to say what Jane is: the cold one is given as background.
-    assert text.index("[jane-doe-002] Lives") < text.index("[jane-doe-003] Secret cold thing")
+    assert "Secret cold thing" not in text and "jane-doe-003" not in text
     assert "Old superseded thing" not in text
     assert request.tool.name == "write_summary"
     # Byte-stable: the same input gives the same API parameters (batches and caching rely on it).
@@ -55,11 +56,24 @@ def test_request_sends_hot_then_warm_then_cold_background_and_never_superseded()
     assert message_params(request) == message_params(again)
 
 
-def test_cold_facts_are_not_given_when_enough_others_are() -> None:
-    hot = [fact(f"jane-doe-{n:03d}", f"Hot thing {n}", age=1) for n in range(1, 6)]
-    subject = summary_input(person(), [*hot, fact("jane-doe-006", "Cold", age=90)], TODAY, RULE)
-    request = build_request(subject, model="claude-haiku-5-5", today="2026-03-10")
-    assert "Hot thing 5" in request.user_content and "jane-doe-006" not in request.user_content
+def test_an_entity_with_only_cold_facts_is_summarized_from_its_most_important_ones() -> None:
+    cold = [fact(f"jane-doe-{n:03d}", f"Old thing {n}", age=90 + n) for n in range(1, 8)]
+    cold[5] = replace(cold[5], category="milestone")  # outranks the newer context facts
+    cold[6] = replace(cold[6], access_count=3)  # used most: first, though the oldest
+    subject = summary_input(person(), cold, TODAY, RULE)
+    assert [f.id for f in subject.facts] == [
+        "jane-doe-007",
+        "jane-doe-006",
+        "jane-doe-001",
+        "jane-doe-002",
+        "jane-doe-003",
+    ]
+    assert subject.cold_count == 7 and {f.tier for f in subject.facts} == {"cold"}
+    assert not subject.in_use  # the rewrite renders it without a model
+    body = render_template(subject)
+    assert body.startswith("## Background\n\n- Old thing 7 (from 2025-12) [jane-doe-007]\n")
+    assert validate_summary(body, subject.ids) == body
+    assert "used recently" not in body
 
 
 def test_a_valid_summary_is_cleaned_and_its_title_dropped() -> None:
@@ -106,8 +120,7 @@ def test_template_lists_hot_then_warm_and_passes_validation() -> None:
     body = render_template(summary)
     assert body == (
         "## Recent\n\n- Joined Acme as CTO [jane-doe-001]\n\n"
-        "## Background\n\n- Lives in Lisbon [jane-doe-002]\n"
-        "- Secret cold thing (from 2025-12) [jane-doe-003]"
+        "## Background\n\n- Lives in Lisbon [jane-doe-002]"
     )
     assert validate_summary(body, summary.ids) == body
     assert summary_file("Jane Doe", body).startswith("# Jane Doe\n\n## Recent\n")
