@@ -11,7 +11,8 @@ with no use in between:
 
 - summaries (`summary.md`) whose body only says nothing about the entity was used recently;
 - `life/index.md` gists saying the same;
-- entities each agent's `memoryd context` offers (sections included, cut or left out);
+- entities each agent's `memoryd context` offers (sections included, cut or left out), and how
+  many of those it includes within its budget are the agent's own (its clients and contact);
 - active facts in the cold tier.
 
 Data under `$TMPDIR/memoryd-bench/dayone/`.
@@ -81,10 +82,13 @@ def measure(ws: Workspace, settings: Any, agents: int) -> dict[str, Any]:
                 active += 1
                 cold += tier_of(fact, today, rule) == "cold"
     offered = []
+    own = []
     for agent in range(agents):
         bundle = agent_context(settings, ws.environment(), agent=f"agent{agent}", record=False)
         paths = bundle.included + bundle.cut + bundle.left_out
         offered.append(sum(1 for path in paths if path.endswith("summary.md")))
+        mine = (f"/client-{agent}m", f"/contact-{agent}/")
+        own.append(sum(1 for path in bundle.included if any(part in path for part in mine)))
     return {
         "summaries": len(summaries),
         "summaries_nothing": nothing,
@@ -93,6 +97,7 @@ def measure(ws: Workspace, settings: Any, agents: int) -> dict[str, Any]:
         "active_facts": active,
         "cold_facts": cold,
         "context_entities_per_agent": offered,
+        "own_entities_included_per_agent": own,
     }
 
 
