@@ -140,3 +140,9 @@ def test_after_filing_the_tiers_follow_real_use(backfilled: tuple[Workspace, Set
     bundle = agent_context(settings, ws.environment(), agent="ops", record=False)
     offered = [path.split("/")[3] for path in bundle.included if path.endswith("summary.md")]
     assert offered == ["cobalt"]
+    # Eighty days after filing nothing is hot or warm: ops is still offered its own clients (the
+    # one it dealt with most first), never sales' ones, so it can use them again.
+    ws.now = FILED + timedelta(days=80)
+    bundle = agent_context(settings, ws.environment(), agent="ops", record=False)
+    offered = [path.split("/")[3] for path in bundle.included if path.endswith("summary.md")]
+    assert offered == ["cobalt", "borealis"]

@@ -11,7 +11,9 @@ token budget is short:
    still ranks; then by folder. At most `MAX_ENTITIES`, each entity's `summary.md` as it stands
    (the heartbeat keeps it current), or the template when it has none yet. The candidates come
    from the search index when the caller has it (its `CANDIDATES` hottest entities: fast on a
-   large store) and only they are ranked for the agent; else every entity's facts are read;
+   large store) and only they are ranked for the agent; else, and when the index has no entity
+   with a hot or warm fact at all (a store nobody used for weeks: the bundle would be empty and
+   nothing would ever be used again), every entity's facts are read;
 4. today's daily note, then yesterday's (dates in `schedule.timezone`).
 
 Fitting, within the token budget and, for a hook format, a hard ceiling in the harness's own unit
@@ -130,7 +132,7 @@ def gather_sections(
         text = store.read_text(path)
         if text and text.strip():
             sections.append(Section(f"Routine {routine}", path, text, "routine"))
-    if hottest is None:
+    if not hottest:
         candidates = [e for e in EntityCatalog.load(store).entities() if not e.archived]
     else:
         found = (_entity(store, folder) for folder in hottest)

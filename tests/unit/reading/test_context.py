@@ -76,12 +76,15 @@ def test_the_bundle_holds_routine_skills_and_the_hottest_entities_first(tmp_path
     assert bundle.fact_ids == ["hot-harry-001", "hot-harry-002", "warm-wendy-001", "cold-carl-001"]
 
 
-def _entity_headings(store: Path, agent: str) -> list[str]:
+def _entity_headings(
+    store: Path, agent: str, *, today: date = TODAY, hottest: list[str] | None = None
+) -> list[str]:
     bundle = build_bundle(
         ReadOnlyStore(store),
         agent=agent,
         routine=None,
-        today=TODAY,
+        today=today,
+        hottest=hottest,
         rule=TierRule(),
         tacit_file="MEMORY.md",
         skills_dir="agents",
@@ -111,6 +114,12 @@ def test_each_agent_is_offered_the_entities_it_deals_with_most_first(tmp_path: P
     # sales: its hot fact (3 x 4) outweighs ops' two warm ones (2 x 2); its own cold entity
     # comes last.
     assert _entity_headings(store, "sales") == ["## Hot Harry", "## Warm Wendy", "## Cold Carl"]
+    # A year on, nothing is hot or warm and the index has no candidate: each agent is still
+    # offered its own entities (one cold fact each for sales: by folder), never another's.
+    later = date(2027, 3, 10)
+    assert _entity_headings(store, "ops", today=later, hottest=[]) == ["## Warm Wendy"]
+    sales = _entity_headings(store, "sales", today=later, hottest=[])
+    assert sales == ["## Cold Carl", "## Hot Harry"]
 
 
 def test_the_read_only_store_reads_inside_the_store_only(tmp_path: Path) -> None:
