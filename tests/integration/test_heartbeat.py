@@ -174,8 +174,9 @@ def test_an_entity_is_created_at_the_third_mention_with_its_pending_facts(ws: Wo
                 assert f"fact number {number}" in ws.read(f"memory/{day}.md")
     facts = ws.facts("life/areas/people/bob-marsh")
     assert [f["fact"] for f in facts] == ["fact number 1", "fact number 2", "fact number 3"]
-    # Pending facts keep their own conversation dates.
-    assert [f["lastAccessed"] for f in facts] == days
+    # Pending facts keep their own conversation dates; filing them is their first use.
+    assert [f["timestamp"] for f in facts] == days
+    assert [f["lastAccessed"] for f in facts] == ["2026-03-10"] * 3
 
 
 def test_a_single_mention_goes_to_the_daily_note_only(ws: Workspace) -> None:
@@ -500,7 +501,8 @@ def test_lifecycle_access_bumps_and_routine_skills(ws: Workspace) -> None:
     assert report.counters.entities_archived == 1
     assert not (ws.store / "life/projects/atlas").exists()
     fact = ws.facts("life/archives/projects/atlas")[0]
-    assert (fact["accessCount"], fact["lastAccessed"]) == (1, "2026-03-05")
+    # Filed on 2026-03-10 (the clock): the use of 2026-03-05 counts but never moves it back.
+    assert (fact["accessCount"], fact["lastAccessed"]) == (1, "2026-03-10")
     assert "archived" in ws.commits()[0]
     assert "error budget" in ws.read("agents/ops/routines/triage-skills.md")
     assert "bastion alias" in ws.read("agents/ops/ssh.md")

@@ -70,7 +70,8 @@ def test_access_bumps_are_exact_over_two_days(ws: Workspace) -> None:
         ],
     )
     heartbeat(ws, settings)
-    assert jane_facts(ws) == {"jane-doe-001": (0, "2026-03-01"), "jane-doe-002": (0, "2026-03-01")}
+    # Filed on 2026-03-10 from a conversation of 2026-03-01: filing is their first use.
+    assert jane_facts(ws) == {"jane-doe-001": (0, "2026-03-10"), "jane-doe-002": (0, "2026-03-10")}
 
     # Day 1 (2026-03-10): ops searches twice, reviewer once (Lisbon is jane-doe-001); ops
     # loads its context, which cites both facts.

@@ -76,8 +76,8 @@ def plant(store: Path, facts: Sequence[Planted], *, today: date = TODAY) -> str 
             item.entity, item.kind, today=today
         )
         fact_file = files.setdefault(entity.ref, FactFile(uow, entity))
-        on = today - timedelta(days=item.age)
-        outcome = fact_file.add(FactDraft(item.text, "context", on, on, SOURCE), recorded_at=today)
+        on = today - timedelta(days=item.age)  # filed on the day of its conversation
+        outcome = fact_file.add(FactDraft(item.text, "context", on, on, SOURCE), recorded_at=on)
         for _ in range(item.accesses):
             fact_file.bump(outcome.fact.id, on)
     for fact_file in files.values():

@@ -25,7 +25,7 @@ from memoryd.jobs.environment import Environment
 from memoryd.jobs.lock import after_unlock
 from memoryd.logs import get_logger
 from memoryd.reading.accesses import QueuedReads, record_reads
-from memoryd.reading.context import DEFAULT_BUDGET, MAX_ENTITIES, Bundle, build_bundle
+from memoryd.reading.context import CANDIDATES, DEFAULT_BUDGET, Bundle, build_bundle
 from memoryd.reading.files import ReadOnlyStore
 from memoryd.reading.formats import ceiling_for, limit_name
 from memoryd.reading.search import INDEX_FILE_NAME, Hit, SearchIndex
@@ -101,7 +101,7 @@ def agent_context(
     hottest = _with_index(
         settings,
         env,
-        lambda index: index.hottest_entities(today=today, rule=rule, limit=MAX_ENTITIES),
+        lambda index: index.hottest_entities(today=today, rule=rule, limit=CANDIDATES),
     )
     bundle = build_bundle(
         ReadOnlyStore(settings.store.path),

@@ -135,7 +135,7 @@ def dry_run_plan(rewrite: Rewrite, mode: Mode) -> dict[str, object]:
         rule=rewrite.settings.rule,
         mode=mode,
     )
-    to_write = [c for c in selection.changed if c.input.facts]
+    to_write = [c for c in selection.changed if c.input.in_use]
     tokens = 0
     if mode == "llm":
         for candidate in to_write:

@@ -5,11 +5,15 @@ token budget is short:
 
 1. the tacit file (`store.tacit_file`): how the user works;
 2. the agent's skills index, then its routine's file when `--routine` is given;
-3. the summaries of the hottest entities: those with the most hot facts, then the most warm
-   ones, then by folder; at most `MAX_ENTITIES`, each entity's `summary.md` as it stands (the
-   heartbeat keeps it current), or the template when it has none yet. The ranking comes from
-   the search index when the caller has it (fast on a large store), else from reading every
-   entity's facts;
+3. the summaries of the entities the agent deals with most (`agent_weight`): each active fact
+   counts by its tier (hot 4, warm 2) and three times over when it came from this agent's own
+   conversations, whose cold facts count 1 too, so an entity the agent worked on months ago
+   still ranks; then by folder. At most `MAX_ENTITIES`, each entity's `summary.md` as it stands
+   (the heartbeat keeps it current), or the template when it has none yet. The candidates come
+   from the search index when the caller has it (its `CANDIDATES` hottest entities: fast on a
+   large store) and only they are ranked for the agent; else, and when the index has no entity
+   with a hot or warm fact at all (a store nobody used for weeks: the bundle would be empty and
+   nothing would ever be used again), every entity's facts are read;
 4. today's daily note, then yesterday's (dates in `schedule.timezone`).
 
 Fitting, within the token budget and, for a hook format, a hard ceiling in the harness's own unit
@@ -46,14 +50,22 @@ from memoryd.store.catalog import EntityCatalog, entity_at
 from memoryd.store.entities import Entity
 from memoryd.store.notes import note_path
 from memoryd.store.skills import INDEX_FILE, ROUTINES_DIR, agent_folder
-from memoryd.store.summaries import SummaryInput, read_input, render_template
-from memoryd.store.tiers import TierRule
+from memoryd.store.summaries import (
+    SummaryInput,
+    read_facts,
+    read_input,
+    render_template,
+    summary_input,
+)
+from memoryd.store.tiers import TierRule, classify
 from memoryd.worktree import slugify
 
 log = get_logger(__name__)
 
 DEFAULT_BUDGET: Final = 4000
 MAX_ENTITIES: Final = 12
+# How many of the search index's hottest entities are ranked for the agent.
+CANDIDATES: Final = 3 * MAX_ENTITIES
 LONG_LINE: Final = 300
 # The fraction of the limits each kind of section may take before any takes more (the kind's
 # fraction is shared by its sections), so that a long tacit file cannot crowd out the rest.
@@ -120,14 +132,17 @@ def gather_sections(
         text = store.read_text(path)
         if text and text.strip():
             sections.append(Section(f"Routine {routine}", path, text, "routine"))
-    if hottest is None:
-        entities = [
-            summary_input.entity
-            for summary_input in hottest_entities(store, today=today, rule=rule, limit=max_entities)
-        ]
+    if not hottest:
+        candidates = [e for e in EntityCatalog.load(store).entities() if not e.archived]
     else:
-        found = (_entity(store, folder) for folder in hottest[:max_entities])
-        entities = [entity for entity in found if entity is not None]
+        found = (_entity(store, folder) for folder in hottest)
+        candidates = [entity for entity in found if entity is not None]
+    entities = [
+        chosen.entity
+        for chosen in ranked_entities(
+            store, candidates, agent=agent, today=today, rule=rule, limit=max_entities
+        )
+    ]
     for entity in entities:
         body = _strip_title(store.read_text(entity.summary_path) or "")
         if not body:
@@ -153,25 +168,48 @@ def _entity(store: ReadOnlyStore, folder: str) -> Entity | None:
         return None
 
 
-def hottest_entities(
-    store: ReadOnlyStore, *, today: date, rule: TierRule, limit: int
+# What an active fact weighs in an agent's ranking of entities, by tier: `OWN_FACTOR` times as
+# much when it came from the agent's own conversations, whose cold facts weigh `OWN_COLD`.
+TIER_WEIGHT: Final[dict[str, int]] = {"hot": 4, "warm": 2, "cold": 0}
+OWN_FACTOR: Final = 3
+OWN_COLD: Final = 1
+
+
+def agent_weight(tier: str, fact_agent: str | None, agent: str) -> int:
+    """The weight of one active fact of `tier` from `fact_agent` in `agent`'s ranking."""
+    if fact_agent == agent:
+        return OWN_FACTOR * TIER_WEIGHT[tier] if tier != "cold" else OWN_COLD
+    return TIER_WEIGHT[tier]
+
+
+def ranked_entities(
+    store: ReadOnlyStore,
+    candidates: Sequence[Entity],
+    *,
+    agent: str,
+    today: date,
+    rule: TierRule,
+    limit: int,
 ) -> list[SummaryInput]:
-    """The active entities with hot or warm facts, hottest first (module docstring)."""
-    ranked: list[tuple[tuple[int, int, str], SummaryInput]] = []
-    for entity in EntityCatalog.load(store).entities():
-        if entity.archived:
-            continue
+    """Of `candidates`, the `limit` entities `agent` deals with most (module docstring), with
+    their summary inputs; an entity weighing nothing is left out."""
+    ranked: list[tuple[tuple[int, str], SummaryInput]] = []
+    for entity in candidates:
         try:
-            summary_input, _ = read_input(store, entity, today, rule)
+            text = store.read_text(entity.items_path)
+            facts = read_facts(store.root / entity.items_path, text) if text is not None else []
         except CorruptFileError as error:
             log.warning("context.entity_skipped", ref=entity.ref, reason=str(error))
             continue
-        hot = len(summary_input.tier_facts("hot"))
-        warm = len(summary_input.tier_facts("warm"))
-        if hot + warm:
-            ranked.append(((-hot, -warm, entity.ref), summary_input))
+        score = 0
+        for fact in facts:
+            if fact.status == "active":
+                tier = classify(fact.last_accessed, fact.access_count, today, rule)[0]
+                score += agent_weight(tier, fact.agent, agent)
+        if score:
+            ranked.append(((-score, entity.ref), summary_input(entity, facts, today, rule)))
     ranked.sort(key=lambda item: item[0])
-    return [summary_input for _, summary_input in ranked[:limit]]
+    return [chosen for _, chosen in ranked[:limit]]
 
 
 def _strip_title(text: str) -> str:

@@ -257,7 +257,7 @@ class Rewrite:
         self.stage.records += selection.refreshed
         asking: list[Candidate] = []
         for candidate in selection.changed:
-            if not candidate.input.facts:
+            if not candidate.input.in_use:
                 self.stage.without_facts(candidate, self.mode)
             elif self.client is None:
                 self.stage.template(candidate, "markers provider")

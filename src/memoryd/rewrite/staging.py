@@ -54,9 +54,9 @@ class SummaryStage:
         )
 
     def without_facts(self, candidate: Candidate, mode: Mode) -> None:
-        """Stage the summary of an entity with no hot or warm fact (no LLM involved)."""
-        entity = candidate.input.entity
-        body = summaries.all_cold_body(entity.name) if candidate.input.cold_count else ""
+        """Stage the summary of an entity with no hot or warm fact (no LLM involved): the
+        template of its background cold facts."""
+        body = summaries.render_template(candidate.input) if candidate.input.facts else ""
         if self._put(candidate, body) and body:
             self._report.archived += 1
         self._record(candidate, mode)

@@ -19,7 +19,11 @@ Invariants kept here:
   again returns the existing fact. If that twin was superseded and the new statement supersedes
   an active fact, the twin becomes active again (the old truth is true again) and replaces it;
   otherwise the twin is left as it is;
-- access follows the conversations' own dates: `lastAccessed` only moves forward.
+- a new fact starts with `lastAccessed` = the day it is filed (`recorded_at`), or its
+  conversation's date if that is later: filing is its first use, so a fact backfilled from old
+  history starts hot like any other and then decays unless it is used (its conversation's date is
+  its `timestamp` when nothing better is known). Later uses follow the conversations' own dates:
+  `lastAccessed` only moves forward.
 
 The file format itself is `memoryd.store.items`. A corrupt file raises CorruptFileError when it is
 opened, so nothing here ever overwrites it.
@@ -71,7 +75,7 @@ class FactDraft:
     fact: str
     category: str
     timestamp: date  # when it became true, or the conversation's date when unknown
-    conversation_date: date  # the date of the conversation it came from (for lastAccessed)
+    conversation_date: date  # the date of the conversation it came from
     source: FactSource
     related_entities: Sequence[str] = ()  # refs of other entities
     supersedes: Sequence[str] = ()  # ids the model says this fact replaces
@@ -151,7 +155,7 @@ class FactFile:
             related_entities=tuple(
                 sorted({ref for ref in draft.related_entities if ref != self.entity.ref})
             ),
-            last_accessed=draft.conversation_date,
+            last_accessed=max(draft.conversation_date, recorded_at),
             access_count=0,
             recorded_at=recorded_at,
             source=draft.source,

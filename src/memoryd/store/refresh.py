@@ -9,7 +9,8 @@ change of access counts alone (reads by agents) leaves a summary that is still t
 the model's prose of the last weekly rewrite is not replaced by the template for nothing. The
 weekly rewrite still selects the entity (its facts changed since it was last rewritten) and
 replaces the template with the model's prose. An entity whose active facts are all cold gets the
-same short body the rewrite gives it; one with no active fact keeps whatever summary it has.
+template of its most important ones as background, as the rewrite gives it; one with no active
+fact keeps whatever summary it has.
 Pure over the transaction: the same facts on the same day give the same bytes.
 """
 
@@ -24,7 +25,6 @@ from memoryd.logs import get_logger
 from memoryd.store.catalog import EntityCatalog, bucket_entry
 from memoryd.store.entities import LAYOUTS, Entity
 from memoryd.store.summaries import (
-    all_cold_body,
     read_facts,
     render_template,
     summary_file,
@@ -67,13 +67,9 @@ def refresh_summaries(
         has_body = any(line.strip() and not line.startswith("#") for line in existing.splitlines())
         if current.ids <= cited <= active and (has_body or not active):
             continue  # still true: every shown fact cited, nothing stale cited
-        if current.facts:
-            body = render_template(current)
-        elif current.cold_count:
-            body = all_cold_body(entity.name)
-        else:
-            continue
-        rendered = summary_file(entity.name, body)
+        if not current.facts:
+            continue  # no active fact: whatever summary it has stays
+        rendered = summary_file(entity.name, render_template(current))
         if existing != rendered:
             tx.write_text(entity.summary_path, rendered)
             refreshed.append(entity.ref)

@@ -139,7 +139,8 @@ def test_a_relationship_entity_is_created_with_its_facts_dated_by_the_conversati
     cto = stored["Joined Acme as CTO"]
     assert cto["id"] == "jane-doe-001"
     assert cto["timestamp"] == "2025-03-15"
-    assert cto["lastAccessed"] == "2026-03-02"  # the conversation's date, not the processing date
+    # Filing is its first use: the processing date (a backfilled fact starts hot, then decays).
+    assert cto["lastAccessed"] == "2026-03-10"
     assert cto["recordedAt"] == "2026-03-10"
     assert cto["accessCount"] == 0
     assert cto["source"] == {"agent": "ops", "session": "s1", "file": LOG_FILE, "lines": [1, 1]}
@@ -218,8 +219,9 @@ def test_pending_facts_are_filed_with_their_own_dates_when_the_entity_qualifies(
     assert (counters.entities_created, counters.pending_filed, counters.facts_added) == (1, 1, 2)
     stored = by_text(filing.facts(BOB))
     assert stored["Plays the cello"]["timestamp"] == "2026-03-02"
-    assert stored["Plays the cello"]["lastAccessed"] == "2026-03-02"
-    assert stored["Moved to Lyon"]["lastAccessed"] == "2026-03-05"
+    assert stored["Moved to Lyon"]["timestamp"] == "2026-03-05"
+    assert stored["Plays the cello"]["lastAccessed"] == "2026-03-10"  # both filed that day
+    assert stored["Moved to Lyon"]["lastAccessed"] == "2026-03-10"
     assert filing.pending.staged_changes() == {"add": [], "remove": []}
 
 
@@ -355,14 +357,15 @@ def test_accessed_ids_bump_facts_by_the_conversations_own_date(filing: Filing) -
     jane = [person("Jane Doe", relationship=True)]
     filing.apply(answer(entities=jane, facts=[fact("Jane Doe", "Lives in Paris")]))
 
-    counters = filing.apply(answer(accessed=["jane-doe-001", "nobody-001"]), on(date(2026, 3, 6)))
-    older = filing.apply(answer(accessed=["jane-doe-001"]), on(date(2026, 2, 20)))
+    # Filed on 2026-03-10; conversations dated after it (a skewed clock) and before it.
+    counters = filing.apply(answer(accessed=["jane-doe-001", "nobody-001"]), on(date(2026, 3, 12)))
+    older = filing.apply(answer(accessed=["jane-doe-001"]), on(date(2026, 3, 6)))
 
     assert (counters.accesses, counters.ignored_references) == (1, 1)
     assert older.accesses == 1
     [stored] = filing.facts(JANE)
     assert stored["accessCount"] == 2
-    assert stored["lastAccessed"] == "2026-03-06"  # an older conversation never moves it back
+    assert stored["lastAccessed"] == "2026-03-12"  # an older conversation never moves it back
 
 
 def test_an_id_repeated_in_one_answer_is_one_access(filing: Filing) -> None:

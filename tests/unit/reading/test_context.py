@@ -67,11 +67,59 @@ def test_the_bundle_holds_routine_skills_and_the_hottest_entities_first(tmp_path
     assert headings[1] == "## Routine triage (agents/ops/routines/triage-skills.md)"
     assert headings[2].startswith("## Hot Harry (people/hot-harry)")
     assert headings[3].startswith("## Warm Wendy (people/warm-wendy)")
-    assert "Cold Carl" not in bundle.text
+    # The agent's own entity, cold for months, still comes (last), saying what it knows.
+    assert headings[4].startswith("## Cold Carl (people/cold-carl)")
+    assert "- Old news (from 2025-08) [cold-carl-001]" in bundle.text
     assert "### Dashboards" in bundle.text  # the file's own headings nest under the section
     # Planted entities have no summary.md yet: the template stands in.
     assert "- Started today [hot-harry-001]" in bundle.text
-    assert bundle.fact_ids == ["hot-harry-001", "hot-harry-002", "warm-wendy-001"]
+    assert bundle.fact_ids == ["hot-harry-001", "hot-harry-002", "warm-wendy-001", "cold-carl-001"]
+
+
+def _entity_headings(
+    store: Path, agent: str, *, today: date = TODAY, hottest: list[str] | None = None
+) -> list[str]:
+    bundle = build_bundle(
+        ReadOnlyStore(store),
+        agent=agent,
+        routine=None,
+        today=today,
+        hottest=hottest,
+        rule=TierRule(),
+        tacit_file="MEMORY.md",
+        skills_dir="agents",
+    )
+    lines = bundle.text.splitlines()
+    return [line.split(" (")[0] for line in lines if line.startswith("## ") and "/people/" in line]
+
+
+def test_each_agent_is_offered_the_entities_it_deals_with_most_first(tmp_path: Path) -> None:
+    store = planted_store(
+        tmp_path / "store",
+        [
+            Planted("Hot Harry", "Started today", age=0),
+            Planted("Warm Wendy", "Likes tea", age=15),
+            Planted("Warm Wendy", "Plays chess", age=16),
+            Planted("Cold Carl", "Old news", age=200),
+        ],
+        today=TODAY,
+    )
+    # Harry's and Carl's facts came from the sales agent's conversations, Wendy's from ops'.
+    for folder in ("hot-harry", "cold-carl"):
+        items = store / "life" / "areas" / "people" / folder / "items.json"
+        items.write_text(items.read_text().replace('"agent": "ops"', '"agent": "sales"'))
+    # ops: its own two warm facts (2 x 3 x 2) outweigh someone else's hot one (4); another
+    # agent's cold entity is not offered.
+    assert _entity_headings(store, "ops") == ["## Warm Wendy", "## Hot Harry"]
+    # sales: its hot fact (3 x 4) outweighs ops' two warm ones (2 x 2); its own cold entity
+    # comes last.
+    assert _entity_headings(store, "sales") == ["## Hot Harry", "## Warm Wendy", "## Cold Carl"]
+    # A year on, nothing is hot or warm and the index has no candidate: each agent is still
+    # offered its own entities (one cold fact each for sales: by folder), never another's.
+    later = date(2027, 3, 10)
+    assert _entity_headings(store, "ops", today=later, hottest=[]) == ["## Warm Wendy"]
+    sales = _entity_headings(store, "sales", today=later, hottest=[])
+    assert sales == ["## Cold Carl", "## Hot Harry"]
 
 
 def test_the_read_only_store_reads_inside_the_store_only(tmp_path: Path) -> None:

@@ -59,7 +59,9 @@ def test_first_pass_selects_every_entity_with_facts(store: Path) -> None:
         "people/jane-doe",
     ]
     old = next(c for c in first.changed if c.input.entity.ref == "companies/old-co")
-    assert old.input.facts == () and old.input.cold_count == 1
+    # Its only fact is cold: given as background, marked with the month it dates from.
+    [background] = old.input.facts
+    assert (background.tier, background.dated, old.input.cold_count) == ("cold", "2025-05", 1)
 
 
 def test_nothing_changed_means_nothing_selected_and_nothing_parsed(store: Path) -> None:
@@ -104,7 +106,7 @@ def test_a_template_summary_is_redone_when_the_llm_is_back(store: Path) -> None:
     assert len(selection_on(store, tracked, mode="llm").changed) == 3
 
 
-def test_the_input_digest_ignores_cold_facts_text() -> None:
+def test_the_input_digest_ignores_cold_facts_text_unless_they_are_all_there_is() -> None:
     from tests.support.rewrite import fact, person
 
     one = summary_input(
@@ -114,3 +116,7 @@ def test_the_input_digest_ignores_cold_facts_text() -> None:
         person(), [fact("jane-doe-001", age=1), fact("jane-doe-002", "b", age=99)], TODAY, RULE
     )
     assert one.digest == two.digest
+    # With nothing hot or warm, the cold fact is background, and its text is part of the input.
+    alone = summary_input(person(), [fact("jane-doe-002", "a", age=99)], TODAY, RULE)
+    other = summary_input(person(), [fact("jane-doe-002", "b", age=99)], TODAY, RULE)
+    assert alone.digest != other.digest

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -52,6 +54,26 @@ def test_request_sends_hot_then_warm_and_never_cold_or_superseded() -> None:
     # Byte-stable: the same input gives the same API parameters (batches and caching rely on it).
     again = build_request(sample_input(), model="claude-haiku-5-5", today="2026-03-10")
     assert message_params(request) == message_params(again)
+
+
+def test_an_entity_with_only_cold_facts_is_summarized_from_its_most_important_ones() -> None:
+    cold = [fact(f"jane-doe-{n:03d}", f"Old thing {n}", age=90 + n) for n in range(1, 8)]
+    cold[5] = replace(cold[5], category="milestone")  # outranks the newer context facts
+    cold[6] = replace(cold[6], access_count=3)  # used most: first, though the oldest
+    subject = summary_input(person(), cold, TODAY, RULE)
+    assert [f.id for f in subject.facts] == [
+        "jane-doe-007",
+        "jane-doe-006",
+        "jane-doe-001",
+        "jane-doe-002",
+        "jane-doe-003",
+    ]
+    assert subject.cold_count == 7 and {f.tier for f in subject.facts} == {"cold"}
+    assert not subject.in_use  # the rewrite renders it without a model
+    body = render_template(subject)
+    assert body.startswith("## Background\n\n- Old thing 7 (from 2025-12) [jane-doe-007]\n")
+    assert validate_summary(body, subject.ids) == body
+    assert "used recently" not in body
 
 
 def test_a_valid_summary_is_cleaned_and_its_title_dropped() -> None:

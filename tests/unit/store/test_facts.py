@@ -61,7 +61,7 @@ def test_items_json_has_the_exact_design_format(
         '    "relatedEntities": [\n'
         '      "companies/acme"\n'
         "    ],\n"
-        '    "lastAccessed": "2026-01-18",\n'
+        '    "lastAccessed": "2026-01-20",\n'
         '    "accessCount": 0,\n'
         '    "recordedAt": "2026-01-20",\n'
         '    "source": {\n'
@@ -215,7 +215,7 @@ def test_access_bumps_count_and_only_move_last_accessed_forward(
     tx: DirTransaction, jane: Entity
 ) -> None:
     facts = FactFile(tx, jane)
-    fact = facts.add(draft("Likes tea"), recorded_at=TODAY).fact
+    fact = facts.add(draft("Likes tea"), recorded_at=date(2026, 1, 18)).fact
     assert (fact.last_accessed, fact.access_count) == (date(2026, 1, 18), 0)
 
     later = facts.bump(fact.id, date(2026, 1, 25))
@@ -225,6 +225,28 @@ def test_access_bumps_count_and_only_move_last_accessed_forward(
     assert (later.last_accessed, later.access_count) == (date(2026, 1, 25), 1)
     assert (earlier.last_accessed, earlier.access_count) == (date(2026, 1, 25), 2)
     assert facts.bump("jane-doe-777", date(2026, 1, 25)) is None
+
+
+def test_a_new_fact_is_last_accessed_when_filed_and_keeps_its_conversation_date(
+    tx: DirTransaction, jane: Entity
+) -> None:
+    facts = FactFile(tx, jane)
+    # Backfilled: a conversation of months ago filed today starts as used today.
+    old = facts.add(
+        draft("Likes tea", timestamp=date(2025, 9, 2), conversation_date=date(2025, 9, 2)),
+        recorded_at=date(2026, 1, 20),
+    ).fact
+    assert (old.timestamp, old.last_accessed, old.recorded_at) == (
+        date(2025, 9, 2),
+        date(2026, 1, 20),
+        date(2026, 1, 20),
+    )
+    assert old.access_count == 0
+    # A conversation dated after the filing day (a clock or time-zone skew) keeps its own date.
+    ahead = facts.add(
+        draft("Likes coffee", conversation_date=date(2026, 1, 21)), recorded_at=date(2026, 1, 20)
+    ).fact
+    assert ahead.last_accessed == date(2026, 1, 21)
 
 
 def test_invalid_drafts_are_refused(tx: DirTransaction, jane: Entity) -> None:
