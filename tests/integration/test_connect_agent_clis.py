@@ -166,6 +166,9 @@ def test_claude_code_gets_the_bundle_and_the_tools(clis: AgentClis, world: World
             "ANTHROPIC_API_KEY": "sk-ant-test-dummy",
             "DISABLE_TELEMETRY": "1",
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            # Claude Code waits this long (ms) for an MCP server to start: memoryd's Python
+            # start-up under a loaded test machine can take seconds.
+            "MCP_TIMEOUT": "60000",
         }
         stub.requests.clear()
         result = subprocess.run(

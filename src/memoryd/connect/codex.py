@@ -32,6 +32,7 @@ from memoryd.connect.target import SERVER_NAME, Target, session_hook_edit
 from memoryd.errors import AgentConfigError
 
 OUTPUT_FORMAT = "codex"
+STARTUP_TIMEOUT_SECONDS = 60.0
 MATCHER = "startup|clear"
 
 
@@ -71,7 +72,11 @@ def _config_edit(target: Target, path: Path, connect: bool) -> FileEdit:
     servers = document.get("mcp_servers")
     if servers is not None and not isinstance(servers, dict):
         raise AgentConfigError(path, "'mcp_servers' is not a table")
-    wanted = {"command": target.executable, "args": target.mcp_arguments()}
+    wanted: dict[str, Any] = {
+        "command": target.executable,
+        "args": target.mcp_arguments(),
+        "startup_timeout_sec": STARTUP_TIMEOUT_SECONDS,
+    }
     if connect:
         current = servers.get(SERVER_NAME) if servers is not None else None
         if current is None or _plain(current) != wanted:
@@ -79,8 +84,8 @@ def _config_edit(target: Target, path: Path, connect: bool) -> FileEdit:
                 servers = tomlkit.table(is_super_table=True)
                 document["mcp_servers"] = servers
             table = tomlkit.table()
-            table["command"] = wanted["command"]
-            table["args"] = wanted["args"]
+            for key, value in wanted.items():
+                table[key] = value
             servers[SERVER_NAME] = table
     elif servers is not None and SERVER_NAME in servers:
         del servers[SERVER_NAME]

@@ -160,7 +160,11 @@ def test_codex_keeps_comments_and_writes_the_server_table(tmp_path: Path) -> Non
     text = (tmp_path / "codex-home" / "config.toml").read_text()
     assert text.startswith('# mine\nmodel = "o3"  # keep\n')
     server = tomllib.loads(text)["mcp_servers"]["memoryd"]
-    assert server == {"command": "/opt/memoryd/bin/memoryd", "args": target.mcp_arguments()}
+    assert server == {
+        "command": "/opt/memoryd/bin/memoryd",
+        "args": target.mcp_arguments(),
+        "startup_timeout_sec": 60.0,  # Codex's 10 s default is short for a cold Python start
+    }
     hooks = json.loads((tmp_path / "codex-home" / "hooks.json").read_text())["hooks"]
     assert hooks["SessionStart"][0]["hooks"][0]["command"].endswith("--format codex")
 
