@@ -26,7 +26,7 @@ _STDIN_INTERPRETER = (
     r"(?:\s+-)?(?=\s*(?:$|[;&|)\"']))"
 )
 _RUNNER = r"(?:" + _SHELL + r"|" + _STDIN_INTERPRETER + r"|iex\b|invoke-expression\b)"
-_DOWNLOADER = r"(?:curl|wget|iwr|irm|invoke-webrequest|invoke-restmethod|fetch)\b"
+_DOWNLOADER = r"\b(?:curl|wget|iwr|irm|invoke-webrequest|invoke-restmethod|fetch)\b"
 _CREDENTIALS = (
     r"(?:id_(?:rsa|dsa|ecdsa|ed25519)\b|\.ssh\b|private[ _-]?keys?\b|\.aws/credentials|credentials?"
     r"|passwords?\b|passwd\b|/etc/shadow|tokens?\b|api[ _-]?keys?\b|secrets?\b|\.env\b|\.netrc\b"
