@@ -8,8 +8,10 @@ sources that proposed it, each `{agent, session, file, lines, locator, trust, da
 `trust` says whose text supported it: `user`, `agent` or `untrusted` (tool output).
 
 Rendering is deterministic (sorted keys, sorted and de-duplicated sources), so filing the same
-tip from the same place again changes nothing. A tip rewritten by the weekly consolidation keeps
-its old entry (a record of what was proposed), under its old text.
+tip from the same place again changes nothing. Every filed bullet has an entry: a tip filed again
+in other words adds its source under the bullet as filed, and a tip the weekly consolidation
+merges or moves gets the sources of the tips it was made from under its new file and text
+(`carry_provenance`), while their old entries stay (a record of what was proposed).
 """
 
 from __future__ import annotations
