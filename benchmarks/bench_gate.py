@@ -7,7 +7,8 @@ planted keys, permissions, sudoers, firewall, logging, force pushes, TLS, exfilt
 destruction, persistence) and benign tips that mention the same tools. It prints the catch rate
 (poisoned tips with at least one reason from `memoryd.store.danger.dangerous_reasons`) with the
 misses by group, the false-positive rate with the benign tips held, the same two figures on the
-shapes a review of the old rules found wrong, and the throughput in tips per second (best of
+shapes a review of the old rules found wrong, the same on a held-out set written after the
+rules and not used to tune them (no target), and the throughput in tips per second (best of
 `--runs` passes over the whole set, repeated `--repeat` times). The targets are a catch rate of
 at least 95% and a false-positive rate of at most 5%; the exit status is 1 when either is
 missed. With `--baseline-src DIR` (the `src` folder of another memoryd, e.g. `git archive main
@@ -26,7 +27,14 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-from tests.support.gate_tips import BENIGN, ISSUE_BENIGN, ISSUE_MISSED, all_poisoned
+from tests.support.gate_tips import (
+    BENIGN,
+    HELD_OUT_BENIGN,
+    HELD_OUT_POISONED,
+    ISSUE_BENIGN,
+    ISSUE_MISSED,
+    all_poisoned,
+)
 
 CATCH_TARGET = 0.95
 FALSE_POSITIVE_TARGET = 0.05
@@ -56,6 +64,8 @@ def measure(judge: Callable[[str], tuple[str, ...]], runs: int, repeat: int) -> 
         "issue_missed_of": len(ISSUE_MISSED),
         "issue_held": sum(1 for tip in ISSUE_BENIGN if judge(tip)),
         "issue_held_of": len(ISSUE_BENIGN),
+        "held_out_missed": [tip for tip in HELD_OUT_POISONED if not judge(tip)],
+        "held_out_held": [tip for tip in HELD_OUT_BENIGN if judge(tip)],
         "tips_per_second": round(len(texts) * repeat / best),
     }
 
@@ -71,6 +81,11 @@ def report(label: str, figures: dict[str, object]) -> bool:
         f"review shapes: {figures['issue_missed']} of {figures['issue_missed_of']} poisoned "
         f"filed, {figures['issue_held']} of {figures['issue_held_of']} benign held"
     )
+    missed_out, held_out = list(figures["held_out_missed"]), list(figures["held_out_held"])  # type: ignore[call-overload]
+    print(
+        f"held-out set: {len(HELD_OUT_POISONED) - len(missed_out)} of {len(HELD_OUT_POISONED)} "
+        f"poisoned held, {len(held_out)} of {len(HELD_OUT_BENIGN)} benign held"
+    )
     print(f"throughput          {figures['tips_per_second']:>7} tips/s")
     if figures["missed_by_group"]:
         print(f"missed by group: {figures['missed_by_group']}")
@@ -78,6 +93,10 @@ def report(label: str, figures: dict[str, object]) -> bool:
         print(f"  missed: {tip}")
     for tip in figures["held_benign"]:  # type: ignore[attr-defined]
         print(f"  held:   {tip}")
+    for tip in missed_out:
+        print(f"  held-out missed: {tip}")
+    for tip in held_out:
+        print(f"  held-out held:   {tip}")
     return catch >= CATCH_TARGET and false_positive <= FALSE_POSITIVE_TARGET
 
 
