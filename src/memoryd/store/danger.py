@@ -252,6 +252,41 @@ DANGER_RULES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
     ),
 )
 
+# Words at least one of which every match of a rule contains (lowercase): a tip with none of
+# them skips the rule's pattern, which keeps the gate cheap on prose. A rule not named here is
+# always tried.
+RULE_TRIGGERS: Final[dict[str, tuple[str, ...]]] = {
+    "pipe-to-shell": ("curl", "wget", "iwr", "irm", "invoke-", "fetch", "pip"),
+    "remote-code": (
+        *("curl", "wget", "iwr", "irm", "invoke-", "fetch", "iex", "downloadstring"),
+        *("urlopen", "requests.get", "file_get_contents"),
+    ),
+    "decoded-payload": ("base64", "base32", "xxd", "rev", "openssl", "uudecode", "enc", "b64"),
+    "tls-verification-disabled": (
+        *("curl", "check-certificate", "verify", "tls", "ssl", "trusted-host", "insecure"),
+        *("-k", "cert", "https", "rejectunauthorized"),
+    ),
+    "host-key-checking-disabled": (
+        "stricthostkeychecking",
+        "userknownhostsfile",
+        "autoadd",
+        "host",
+    ),
+    "ssh-key-planted": ("authorized_keys", "ssh-copy-id"),
+    "world-writable": ("chmod", "umask", "world"),
+    "privilege-escalation": ("chmod", "chown", "sudoers", "all", "usermod", "passwd"),
+    "force-push": ("push",),
+    "history-rewrite": ("filter-", "update-ref", "bfg"),
+    "destructive": ("no-preserve-root", "rm", "dd", "mkfs", "wipefs", "shred", "/dev/", ":()"),
+    "logging-disabled": ("systemctl", "auditctl", "hist", "/var/log"),
+    "persistence": ("crontab", "/etc/cron", "@reboot", "/dev/", "nc", "netcat", "socat", "mkfifo"),
+    "security-disabled": (
+        *("setenforce", "ufw", "systemctl", "iptables", "nft", "netsh", "mppreference"),
+        *("selinux", "nopasswd", "no-verify", "gpgcheck", "allow-unauthenticated", "content"),
+        *("dangerously", "disable", "turn off"),
+    ),
+}
+
 # Words right before a match that forbid what it says: "never", "do not (run|use|...)".
 _FORBIDDEN: Final = re.compile(
     r"(?:\bnever|\bdo\s+not|\bdon'?t|\bavoid|\bnot)\s+(?:(?:ever|run|running|use|using|set"
@@ -314,10 +349,12 @@ def _runs_what_it_fetched(text: str) -> bool:
 
 def dangerous_reasons(text: str) -> tuple[str, ...]:
     """Given a tip's text (its topic included), return the danger classes it falls in."""
+    lowered = text.lower()
     reasons = [
         reason
         for reason, pattern in DANGER_RULES
-        if any(not _allowed(text, match) for match in pattern.finditer(text))
+        if any(word in lowered for word in RULE_TRIGGERS.get(reason, ("",)))
+        and any(not _allowed(text, match) for match in pattern.finditer(text))
     ]
     if "pipe-to-shell" not in reasons and _runs_what_it_fetched(text):
         reasons.insert(0, "download-then-run")
