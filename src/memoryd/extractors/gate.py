@@ -34,11 +34,12 @@ from memoryd.extractors.chunking import Chunk
 from memoryd.logs import get_logger
 from memoryd.sources.model import Turn
 from memoryd.store.danger import dangerous_reasons
+from memoryd.store.markdown import bullet_text
 from memoryd.store.provenance import TipSource, Trust, record_provenance
 from memoryd.store.review import ItemKind, ReviewItem, hold, read_item, review_id
 from memoryd.store.skills import add_routine_skill, add_skill
 from memoryd.store.tacit import add_tacit, clean_statement
-from memoryd.store.text import words
+from memoryd.store.text import normalize_statement, words
 from memoryd.worktree import FileTransaction
 
 log = get_logger(__name__)
@@ -198,6 +199,19 @@ def file_now(
     else:
         outcome = add_skill(tx, skills_dir, agent=tip.agent, topic=tip.topic or "", tip=tip.text)
         added, path, text = outcome.added, outcome.path, outcome.tip
+    if not added:
+        text = _as_filed(tx, path, text)
     for source in sources:
         record_provenance(tx, path, text, source)
     return added
+
+
+def _as_filed(tx: FileTransaction, path: str, text: str) -> str:
+    """The bullet of `path` that `text` duplicates (its provenance is recorded under it), or
+    `text` when none does."""
+    key = normalize_statement(text)
+    for line in (tx.read_text(path) or "").splitlines():
+        bullet = bullet_text(line)
+        if bullet is not None and normalize_statement(bullet) == key:
+            return bullet
+    return text

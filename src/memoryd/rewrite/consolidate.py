@@ -43,6 +43,7 @@ from memoryd.rewrite.targets import (
 )
 from memoryd.store.danger import dangerous_reasons
 from memoryd.store.markdown import Section, join_sections
+from memoryd.store.provenance import Move, carry_provenance
 from memoryd.store.skills import GIST_LENGTH, topic_slug
 from memoryd.store.text import clip, one_line, words
 from memoryd.worktree import FileTransaction
@@ -213,12 +214,37 @@ def apply_consolidation(
             f"{target.path} would still have {len(bounded)} characters (at most {MAX_TACIT_CHARS})",
             over_bound=True,
         )
+    moves = _moves(target, answer)
     for path, text in sorted(files.items()):
         if text is None:
             tx.remove(path)
         elif tx.read_text(path) != text:
             tx.write_text(path, text)
+    carry_provenance(tx, moves)
     return sorted(files)
+
+
+def _moves(target: Target, answer: ConsolidateSkills) -> list[Move]:
+    """Each merged tip's (old path, old text, new path, new text), for its provenance."""
+    slugs = {name: slug for slug, name in target.topic_files}
+    by_number = {tip.number: tip for tip in target.tips}
+
+    def was(topic: str) -> str:
+        if target.kind != "skills":
+            return target.path
+        return f"{target.folder}/{slugs.get(topic, topic_slug(topic))}.md"
+
+    moves: list[Move] = []
+    for topic in answer.topics:
+        new_path = target.path
+        if target.kind == "skills":
+            new_path = f"{target.folder}/{topic_slug(clip(topic.topic, 120))}.md"
+        for tip in topic.tips:
+            for number in tip.from_:
+                old = by_number.get(number.strip())
+                if old is not None:
+                    moves.append((was(old.topic), old.text, new_path, one_line(tip.text)))
+    return moves
 
 
 def _merged_topics(answer: ConsolidateSkills) -> list[tuple[str, str, list[str]]]:

@@ -23,6 +23,7 @@ from typing import Final
 from memoryd.rewrite.consolidate import ConsolidatedTip, ConsolidatedTopic, ConsolidateSkills
 from memoryd.rewrite.targets import NumberedTip, Target
 from memoryd.store.danger import dangerous_reasons
+from memoryd.store.provenance import sources_of
 from memoryd.store.review import ReviewItem, list_items
 from memoryd.store.text import clip, normalize_statement
 from memoryd.worktree import FileTransaction
@@ -75,6 +76,7 @@ def settle_tacit(
                         text=tip.text,
                         reasons=tuple(sorted(reasons)),
                         held=today,
+                        sources=tuple(sources_of(tx, target.path, [s.text for s in sources])),
                     )
                 )
             changes.held += 1

@@ -8,8 +8,10 @@ sources that proposed it, each `{agent, session, file, lines, locator, trust, da
 `trust` says whose text supported it: `user`, `agent` or `untrusted` (tool output).
 
 Rendering is deterministic (sorted keys, sorted and de-duplicated sources), so filing the same
-tip from the same place again changes nothing. A tip rewritten by the weekly consolidation keeps
-its old entry (a record of what was proposed), under its old text.
+tip from the same place again changes nothing. Every filed bullet has an entry: a tip filed again
+in other words adds its source under the bullet as filed, and a tip the weekly consolidation
+merges or moves gets the sources of the tips it was made from under its new file and text
+(`carry_provenance`), while their old entries stay (a record of what was proposed).
 """
 
 from __future__ import annotations
@@ -114,3 +116,37 @@ def record_provenance(tx: FileTransaction, markdown_path: str, tip: str, source:
         return
     tips[tip] = sorted(sources | {source})
     tx.write_text(provenance_path(markdown_path), render_provenance(tips))
+
+
+# (old Markdown path, old bullet text, new Markdown path, new bullet text)
+Move = tuple[str, str, str, str]
+
+
+def sources_of(tx: FileTransaction, markdown_path: str, tips: Iterable[str]) -> list[TipSource]:
+    """The recorded sources of the bullets `tips` of `markdown_path`, once each, sorted."""
+    recorded = read_provenance(tx, markdown_path)
+    return sorted({source for tip in tips for source in recorded.get(tip, [])})
+
+
+def carry_provenance(tx: FileTransaction, moves: Iterable[Move]) -> None:
+    """Record, under each rewritten bullet (its new file and text), every source recorded for
+    the bullets it was made from, so a tip the weekly consolidation merged or moved is never
+    filed without provenance. The old entries stay (a record of what was proposed). Every old
+    entry is read before anything is written."""
+    files: dict[str, dict[str, list[TipSource]]] = {}
+    planned = list(moves)
+    for old_path, _, new_path, _ in planned:
+        for path in (old_path, new_path):
+            if path not in files:
+                files[path] = read_provenance(tx, path)
+    carried: dict[str, dict[str, set[TipSource]]] = {}
+    for old_path, old_text, new_path, new_text in planned:
+        sources = files[old_path].get(old_text, [])
+        carried.setdefault(new_path, {}).setdefault(new_text, set()).update(sources)
+    for path, tips in sorted(carried.items()):
+        current = dict(files[path])
+        for text, more in tips.items():
+            current[text] = sorted(set(current.get(text, [])) | more)
+        current = {text: known for text, known in current.items() if known}
+        if current != files[path]:
+            tx.write_text(provenance_path(path), render_provenance(current))

@@ -3,6 +3,7 @@ with their provenance; the rest are filed with theirs."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterator
 from datetime import timedelta
@@ -231,3 +232,28 @@ def test_a_rejected_tip_is_never_filed_nor_held_again_and_an_accepted_one_is_fil
     assert accepted_tip in (uow.read_text("agents/ops/vendor.md") or "")
     statuses = {item.text: item.status for item in list_items(uow)}
     assert statuses == {rejected_tip: "rejected", accepted_tip: "accepted"}
+
+
+def test_a_tip_filed_again_in_other_words_records_its_source_under_the_bullet_as_filed(
+    applied: tuple[UnitOfWork, State],
+) -> None:
+    uow, state = applied
+    first = chunk_of(("user", "Remember: fail2ban-client needs sudo, run it as sudo -n"))
+    again = dataclasses.replace(
+        chunk_of(("user", "Again: FAIL2BAN-client needs sudo -n, do run it so")), session_id="s2"
+    )
+    tip = {"topic": "fail2ban", "tip": "fail2ban-client needs sudo -n"}
+    apply(uow, state, first, skills=[tip], tacit=["Prefers sudo -n for fail2ban-client"])
+    apply(
+        uow,
+        state,
+        again,
+        skills=[{"topic": "fail2ban", "tip": "FAIL2BAN-client needs sudo -n."}],
+        tacit=["prefers SUDO -n for fail2ban-client."],
+    )
+
+    skills = read_provenance(uow, "agents/ops/fail2ban.md")
+    assert set(skills) == {"fail2ban-client needs sudo -n"}
+    assert {s.session for s in skills["fail2ban-client needs sudo -n"]} == {"s1", "s2"}
+    tacit = read_provenance(uow, "MEMORY.md")
+    assert {s.session for s in tacit["Prefers sudo -n for fail2ban-client"]} == {"s1", "s2"}
