@@ -236,6 +236,11 @@ def fit(
     headings = [f"## {section.title} ({section.path})" for section in sections]
     bodies = [_units(_strip_title(section.body)) for section in sections]
     widest = _footer([(section.path, True) for section in sections], limit_label)
+    # The footer names every missing path when that fits in a quarter of the limits; else it
+    # counts them, so that many sections with long paths cannot push a small budget over.
+    compact = any(limit.measure(widest) > limit.amount // 4 for limit in limits)
+    if compact:
+        widest = _footer([(section.path, True) for section in sections], limit_label, compact)
     meter = _Meter(limits, reserved=[header, widest, ""])
     kept = [0] * len(sections)
     counts = {kind: sum(1 for s in sections if s.kind == kind) for kind in SHARES}
@@ -252,8 +257,11 @@ def fit(
             kept=kept,
             header=header,
             limit_label=limit_label,
+            compact=compact,
         )
-        if all(limit.measure(bundle.text) <= limit.amount for limit in limits) or not any(kept):
+        if not any(kept):
+            return _clipped(bundle, limits)
+        if all(limit.measure(bundle.text) <= limit.amount for limit in limits):
             return bundle
         last = max(index for index, count in enumerate(kept) if count)  # pragma: no cover
         kept[last] -= 1  # pragma: no cover - the meter overestimates; kept as a guarantee
@@ -304,6 +312,7 @@ def _render(
     kept: list[int],
     header: str,
     limit_label: str,
+    compact: bool = False,
 ) -> Bundle:
     parts = [header]
     bundle = Bundle(text="", tokens=0)
@@ -322,7 +331,7 @@ def _render(
             missing.append((section.path, True))
         cited += _cited(block) if section.kind == "entity" else []
     if missing:
-        parts.append(_footer(missing, limit_label))
+        parts.append(_footer(missing, limit_label, compact))
     bundle.text = "\n\n".join(parts) + "\n"
     bundle.tokens = estimate_tokens(bundle.text)
     bundle.chars = len(bundle.text)
@@ -330,10 +339,37 @@ def _render(
     return bundle
 
 
-def _footer(missing: list[tuple[str, bool]], limit_label: str) -> str:
-    """The one last line naming what is not in the bundle and how to get it."""
+def _footer(missing: list[tuple[str, bool]], limit_label: str, compact: bool = False) -> str:
+    """The one last line naming (or, `compact`, counting) what is not in the bundle and how to
+    get it."""
+    if compact:
+        count = f"{len(missing)} section{'s' if len(missing) != 1 else ''}"
+        return f"Left out to fit {limit_label}: {count}. Get them with {HOW_TO_GET}."
     items = ", ".join(f"the rest of {path}" if cut else path for path, cut in missing)
     return f"Left out to fit {limit_label}: {items}. Get them with {HOW_TO_GET}."
+
+
+def _clipped(bundle: Bundle, limits: Sequence[Ceiling]) -> Bundle:
+    """`bundle` (holding no section) within `limits`: its header dropped first (the last line
+    says how to get what is missing), then characters, when a budget is too small for both:
+    a budget too small for anything still gets no more than it allows."""
+    text = bundle.text
+
+    def over(candidate: str) -> bool:
+        return any(limit.measure(candidate) > limit.amount for limit in limits)
+
+    if over(text):
+        text = text.rstrip("\n").split("\n")[-1] + "\n"
+    if over(text):
+        low, high = 0, len(text) - 1  # the longest prefix (plus its newline) that fits
+        while low < high:
+            middle = (low + high + 1) // 2
+            low, high = (middle, high) if not over(text[:middle] + "\n") else (low, middle - 1)
+        text = text[:low] + "\n"
+    bundle.text = text
+    bundle.tokens = estimate_tokens(text)
+    bundle.chars = len(text)
+    return bundle
 
 
 def _units(body: str) -> list[str]:
