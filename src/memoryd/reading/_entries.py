@@ -32,6 +32,8 @@ log = get_logger(__name__)
 
 # Ends at "\Z": "$" also matches before a final newline ("acme\n").
 NOTE_NAME = re.compile(r"^(\d{4}-\d{2}-\d{2})\.md\Z")
+# A daily note's timeline line, `- HH:MM · agent · text` (`memoryd.store.notes`): its agent.
+_TIMELINE_AGENT = re.compile(r"^- \d{2}:\d{2} · (.+?) · ")
 _ID_LINE = re.compile(r'^\s*"id":\s*"([^"]+)"')
 _TACIT_TEMPLATE = frozenset(
     line.strip() for line in HEADER.splitlines() if line.strip() and not line.startswith("#")
@@ -54,6 +56,7 @@ class Entry:
     entity: str | None = None  # its entity's name
     day: date | None = None  # a fact's date, a note's day
     cites: tuple[str, ...] = ()  # the fact ids a summary line cites
+    agent: str | None = None  # whose it is: a skill file's agent, a timeline line's; else shared
 
 
 def walk(
@@ -127,6 +130,7 @@ def _line_entries(
     about: str = "",
     name: str | None = None,
     template: frozenset[str] = frozenset(),
+    agent: str | None = None,
 ) -> list[Entry]:
     entries = []
     for number, line in enumerate(text.splitlines(), start=1):
@@ -157,9 +161,17 @@ def _line_entries(
                 entity=name,
                 day=last_used if kind == "note" else None,
                 cites=cites,
+                agent=line_agent(stripped) if kind == "note" else agent,
             )
         )
     return entries
+
+
+def line_agent(line: str) -> str | None:
+    """The agent a note line is from (a timeline line); None for the other lines (pending facts,
+    what a person wrote), which every agent may read."""
+    match = _TIMELINE_AGENT.match(line)
+    return match.group(1).strip() if match else None
 
 
 def _is_template(kind: str, line: str, template: frozenset[str]) -> bool:
@@ -189,7 +201,7 @@ def parse_file(
     if path == tacit_file:
         return _line_entries("tacit", path, text, None, template=_TACIT_TEMPLATE)
     agent = path.split("/")[1] if path.count("/") >= 2 else None
-    return _line_entries("skill", path, text, agent)
+    return _line_entries("skill", path, text, agent, agent=agent)
 
 
 def indexable(paths: Iterable[str], tacit_file: str, skills_dir: str) -> dict[str, str | None]:
