@@ -321,7 +321,9 @@ class SearchIndex:
         if not terms:
             return []
         if stop is not None:
-            self._db.set_progress_handler(lambda: int(stop()), 1000)
+            if stop():
+                raise SearchStopped("search stopped before it started")
+            self._db.set_progress_handler(lambda: int(stop()), 200)
         try:
             rows = self._candidates(any_of(terms), kinds, reader)
             matched = self._coverage(terms, [row[0] for row in rows])

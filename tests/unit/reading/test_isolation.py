@@ -13,7 +13,7 @@ from tests.support.rewrite import Planted, planted_store
 from memoryd.errors import ConfigError
 from memoryd.jobs.environment import Environment
 from memoryd.jobs.reading import agent_context, find
-from memoryd.reading.search import MAX_TERMS, SearchIndex, read_query
+from memoryd.reading.search import MAX_TERMS, SearchIndex, SearchStopped, read_query
 from memoryd.settings import Settings, parse_settings
 from memoryd.store.tiers import TierRule
 
@@ -120,3 +120,21 @@ def test_a_cjk_word_inside_a_sentence_is_found(tmp_path: Path) -> None:
                 "- 09:00 · alpha · 昨日は東京で会議がありました"
             ]
         assert index.search("名古屋", today=TODAY, rule=TierRule()) == []
+
+
+def test_a_search_told_to_stop_stops_and_is_not_retried_elsewhere(tmp_path: Path) -> None:
+    settings = settings_for(tmp_path, share=False)
+    lines = "".join(f"- 11:{n % 60:02d} · alpha · kestrel task {n}\n" for n in range(300))
+    (settings.store.path / "memory" / "2026-03-08.md").write_text(f"# Sunday\n\n{lines}")
+    polls: list[int] = []
+
+    def stop() -> bool:  # true from its second poll: stopped while SQLite works
+        polls.append(1)
+        return len(polls) > 1
+
+    with pytest.raises(SearchStopped):
+        find(settings, ENV, "kestrel", agent="alpha", record=False, stop=stop)
+    assert len(polls) >= 2  # stopped by a poll while SQLite worked, not before
+    with pytest.raises(SearchStopped, match="before it started"):
+        find(settings, ENV, "kestrel", agent="alpha", record=False, stop=lambda: True)
+    assert texts(settings, "alpha")  # the index is left usable
