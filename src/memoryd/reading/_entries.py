@@ -186,6 +186,8 @@ def parse_file(
     refs: dict[str, tuple[str, str, str]],
     tacit_file: str,
     root: Path,
+    *,
+    skills_dir: str = "agents",
 ) -> list[Entry]:
     """The entries of one store file (module docstring). `refs`: an entity file's path -> its
     entity's ref, names (space-separated) and name."""
@@ -200,7 +202,9 @@ def parse_file(
         return _line_entries("note", path, text, None, last_used=day, template=TEMPLATE_LINES)
     if path == tacit_file:
         return _line_entries("tacit", path, text, None, template=_TACIT_TEMPLATE)
-    agent = path.split("/")[1] if path.count("/") >= 2 else None
+    # agents/<name>/...: the agent whose skills these are (any other file there is shared).
+    folders = path.removeprefix(f"{skills_dir}/").split("/")
+    agent = folders[0] if len(folders) >= 2 else None
     return _line_entries("skill", path, text, agent, agent=agent)
 
 

@@ -171,7 +171,7 @@ class SearchIndex:
             refs = self._refs([path for path in changed if path.startswith(f"{LIFE}/")])
             for path in changed:
                 self._drop(path)
-                for entry in self._entries(path, refs, tacit_file):
+                for entry in self._entries(path, refs, tacit_file, skills_dir):
                     self._insert(entry)
                 self._db.execute(
                     "INSERT OR REPLACE INTO files(path, mtime_ns, size, inode) VALUES (?, ?, ?, ?)",
@@ -237,14 +237,18 @@ class SearchIndex:
         return refs
 
     def _entries(
-        self, path: str, refs: dict[str, tuple[str, str, str]], tacit_file: str
+        self, path: str, refs: dict[str, tuple[str, str, str]], tacit_file: str, skills_dir: str
     ) -> list[Entry]:
         try:
             text = self._store.read_text(path)
         except CorruptFileError as error:
             log.warning("search.file_skipped", path=path, reason=error.reason)
             return []
-        return [] if text is None else parse_file(path, text, refs, tacit_file, self._store.root)
+        return (
+            []
+            if text is None
+            else parse_file(path, text, refs, tacit_file, self._store.root, skills_dir=skills_dir)
+        )
 
     def _drop(self, path: str) -> None:
         rows = self._db.execute("SELECT rowid, terms FROM entries WHERE path = ?", (path,))

@@ -138,3 +138,15 @@ def test_a_search_told_to_stop_stops_and_is_not_retried_elsewhere(tmp_path: Path
     with pytest.raises(SearchStopped, match="before it started"):
         find(settings, ENV, "kestrel", agent="alpha", record=False, stop=lambda: True)
     assert texts(settings, "alpha")  # the index is left usable
+
+
+def test_skills_belong_to_their_agent_under_a_nested_skills_folder(tmp_path: Path) -> None:
+    store = shared_store(tmp_path / "store")
+    for agent in ("alpha", "beta"):
+        folder = store / "team" / "agents" / agent
+        folder.mkdir(parents=True)
+        (folder / "skills.md").write_text(f"# Skills\n\n- osprey: {agent} way\n")
+    with SearchIndex.open(tmp_path / "state", store) as index:
+        index.refresh(tacit_file="MEMORY.md", skills_dir="team/agents")
+        hits = index.search("osprey", today=TODAY, rule=TierRule(), reader="alpha")
+        assert [(hit.text, hit.ref) for hit in hits] == [("- osprey: alpha way", "alpha")]
