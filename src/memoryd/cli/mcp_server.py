@@ -164,7 +164,8 @@ def build_server(settings: Settings, env: Environment, *, agent: str) -> MCPServ
         description="Call before answering from assumption about a person, company, project, "
         "decision or past event, and when `context` left something out: full-text search of "
         "the memory, recent and often-used first. `kinds`: any of fact, summary, note, skill, "
-        "tacit (default all). Ask in words or a plain question. One hit per fact, each with its "
+        "tacit (default all). Ask in words or a plain question (its first 1,000 characters and 64 "
+        "words are searched). One hit per fact, each with its "
         "fact id, entity ref (for `get_entity`) and name, date, tier, file and line; "
         "superseded or retracted facts are found and marked.",
     )

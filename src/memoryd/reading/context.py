@@ -22,8 +22,10 @@ line over `LONG_LINE` characters is split after its sentences first). First ever
 turn takes lines up to its share of the limits (`SHARES`: a kind's fraction split among its
 sections), so that each entity and today's note keep their first lines however long the tacit
 file is; then, again in priority order, each takes what is left. The last line names the
-sections cut or left out and how to get them (`memoryd search`, the MCP tools), and its room is
-kept from the start, so the output never exceeds a limit. Tokens are
+sections cut or left out (counts them, when naming them all would take over a quarter of a
+limit) and how to get them (`memoryd search`, the MCP tools), and its room is kept from the
+start, so the output never exceeds a limit, however small (`memoryd.reading.fitting`). An
+agent's notes hold its own timeline lines and the shared ones (docs/agents.md). Tokens are
 `memoryd.llm.base.estimate_tokens`, the estimate the heartbeat uses (about 4 ASCII characters a
 token: a 4,000-token budget alone allows about 16,000 characters, more than a hook may print).
 
