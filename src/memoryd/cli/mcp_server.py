@@ -24,7 +24,8 @@ logs go to stderr as for every command.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from datetime import timedelta
+from typing import Any, Final, Literal
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -39,6 +40,7 @@ from memoryd.logs import get_logger
 from memoryd.reading.accesses import QueuedReads
 from memoryd.reading.context import DEFAULT_BUDGET
 from memoryd.reading.remember import queue_memory
+from memoryd.reading.search import SearchStopped
 from memoryd.settings import LoadedConfig, Settings, state_directory
 
 log = get_logger(__name__)
@@ -49,6 +51,9 @@ INSTRUCTIONS = (
     "before answering from assumption, `get_entity` for everything about one entity, and "
     "`remember` for something worth keeping (it is filed by the next heartbeat)."
 )
+# A search stops after this long, so that none outlives its client (the query's work is bounded
+# too: memoryd.reading.search.MAX_TERMS).
+SEARCH_TIME_LIMIT: Final = timedelta(seconds=20)
 _READ_ONLY = ToolAnnotations(readOnlyHint=True, openWorldHint=False)
 Kind = Literal["fact", "summary", "note", "skill", "tacit"]  # memoryd.reading.search.KINDS
 
@@ -84,6 +89,11 @@ class SearchHit(BaseModel):
 class SearchResult(BaseModel):
     hits: list[SearchHit] = Field(description="best first")
     reads: Reads
+    query_cut: bool = Field(
+        default=False,
+        description="true: the query was longer than what is searched (its first 1,000 "
+        "characters, at most 64 distinct words); ask a shorter question",
+    )
 
 
 class EntityFact(BaseModel):
@@ -154,18 +164,39 @@ def build_server(settings: Settings, env: Environment, *, agent: str) -> MCPServ
         description="Call before answering from assumption about a person, company, project, "
         "decision or past event, and when `context` left something out: full-text search of "
         "the memory, recent and often-used first. `kinds`: any of fact, summary, note, skill, "
-        "tacit (default all). Ask in words or a plain question. One hit per fact, each with its "
+        "tacit (default all). Ask in words or a plain question (its first 1,000 characters and 64 "
+        "words are searched). One hit per fact, each with its "
         "fact id, entity ref (for `get_entity`) and name, date, tier, file and line; "
         "superseded or retracted facts are found and marked.",
     )
     def search(query: str, limit: int = 10, kinds: list[Kind] | None = None) -> SearchResult:
-        found = find(
-            settings, env, query, agent=agent, limit=max(1, min(limit, 50)), kinds=kinds or ()
+        deadline = env.clock() + SEARCH_TIME_LIMIT
+        try:
+            found = find(
+                settings,
+                env,
+                query,
+                agent=agent,
+                limit=max(1, min(limit, 50)),
+                kinds=kinds or (),
+                stop=lambda: env.clock() > deadline,
+            )
+        except SearchStopped as error:
+            log.warning("mcp.search_stopped", agent=agent, reason=str(error))
+            raise ToolError(
+                "the search took too long and was stopped; ask a shorter question"
+            ) from error
+        log.info(
+            "mcp.search",
+            agent=agent,
+            hits=len(found.hits),
+            reads=found.reads.queued,
+            query_cut=found.query_cut,
         )
-        log.info("mcp.search", agent=agent, hits=len(found.hits), reads=found.reads.queued)
         return SearchResult(
             hits=[SearchHit.model_validate(hit.to_json()) for hit in found.hits],
             reads=Reads.of(found.reads),
+            query_cut=found.query_cut,
         )
 
     @server.tool(

@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 SEARCH_KINDS = ("fact", "summary", "note", "skill", "tacit")
 CONTEXT_FORMATS = ("plain", "claude-code", "codex", "json")  # memoryd.reading.formats
 DEFAULT_AGENT = "cli"
+# What a search reads of a long query (memoryd.reading.search.MAX_QUERY_CHARS, MAX_TERMS).
+QUERY_CUT = "only its first 1,000 characters and at most 64 distinct words were searched"
 
 
 def _positive(text: str) -> int:
@@ -126,6 +128,7 @@ def cmd_search(
         agent=args.agent,
         limit=args.limit,
         kinds=tuple(args.kind or ()),
+        operator=args.agent == DEFAULT_AGENT,  # no --agent: the operator reads everything
     )
     hits = found.hits
     if args.json:
@@ -143,8 +146,14 @@ def cmd_search(
             )
         if not hits:
             out.write("no match\n")
+        if found.query_cut:
+            out.write(f"(query cut: {QUERY_CUT})\n")
     get_logger("memoryd.cli").info(
-        "search.served", agent=args.agent, hits=len(hits), reads_queued=found.reads.queued
+        "search.served",
+        agent=args.agent,
+        hits=len(hits),
+        reads_queued=found.reads.queued,
+        query_cut=found.query_cut,
     )
     return EXIT_OK
 

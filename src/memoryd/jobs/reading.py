@@ -28,7 +28,7 @@ from memoryd.reading.accesses import QueuedReads, record_reads
 from memoryd.reading.context import CANDIDATES, DEFAULT_BUDGET, Bundle, build_bundle
 from memoryd.reading.files import ReadOnlyStore
 from memoryd.reading.formats import ceiling_for, limit_name
-from memoryd.reading.search import INDEX_FILE_NAME, Hit, SearchIndex
+from memoryd.reading.search import INDEX_FILE_NAME, Hit, SearchIndex, read_query
 from memoryd.settings import Settings, state_directory
 from memoryd.store.catalog import EntityCatalog
 from memoryd.store.items import parse_items
@@ -115,6 +115,7 @@ def agent_context(
         hottest=hottest,
         ceiling=ceiling_for(output_format),
         limit_label=limit_name(output_format),
+        share=settings.reading.share_between_agents,
     )
     if record:
         bundle.reads = record_reads(
@@ -125,10 +126,12 @@ def agent_context(
 
 @dataclass(frozen=True)
 class Found:
-    """A search's hits and whether the facts among them were queued as read."""
+    """A search's hits, whether the facts among them were queued as read, and whether the
+    query was longer than what a search reads (`memoryd.reading.search.MAX_QUERY_CHARS`)."""
 
     hits: list[Hit]
     reads: QueuedReads
+    query_cut: bool = False
 
 
 def search_store(
@@ -154,21 +157,28 @@ def find(
     limit: int = 10,
     kinds: Sequence[str] = (),
     record: bool = True,
+    operator: bool = False,
+    stop: Callable[[], bool] | None = None,
 ) -> Found:
     """The best hits for `query` (the index brought up to date first); fact hits are queued as
-    read by `agent`."""
+    read by `agent`, which is shown the shared entries and its own (all of them with
+    `[reading] share_between_agents`, or for the `operator` at the command line). `stop`:
+    see `SearchIndex.search`."""
     today = today_for(settings, env)
     rule = TierRule.from_settings(settings.decay)
+    reader = None if operator or settings.reading.share_between_agents else agent
     hits = _with_index(
         settings,
         env,
-        lambda index: index.search(query, today=today, rule=rule, limit=limit, kinds=kinds),
+        lambda index: index.search(
+            query, today=today, rule=rule, limit=limit, kinds=kinds, reader=reader, stop=stop
+        ),
     )
     reads = QueuedReads(0, queued=True)
     if record:
         facts = [hit.id for hit in hits if hit.kind == "fact"]
         reads = record_reads(state_directory(settings, env.environ), facts, agent=agent, day=today)
-    return Found(hits, reads)
+    return Found(hits, reads, read_query(query).cut)
 
 
 def refresh_search_index(

@@ -32,6 +32,8 @@ log = get_logger(__name__)
 
 # Ends at "\Z": "$" also matches before a final newline ("acme\n").
 NOTE_NAME = re.compile(r"^(\d{4}-\d{2}-\d{2})\.md\Z")
+# A daily note's timeline line, `- HH:MM · agent · text` (`memoryd.store.notes`): its agent.
+_TIMELINE_AGENT = re.compile(r"^- \d{2}:\d{2} · (.+?) · ")
 _ID_LINE = re.compile(r'^\s*"id":\s*"([^"]+)"')
 _TACIT_TEMPLATE = frozenset(
     line.strip() for line in HEADER.splitlines() if line.strip() and not line.startswith("#")
@@ -54,6 +56,7 @@ class Entry:
     entity: str | None = None  # its entity's name
     day: date | None = None  # a fact's date, a note's day
     cites: tuple[str, ...] = ()  # the fact ids a summary line cites
+    agent: str | None = None  # whose it is: a skill file's agent, a timeline line's; else shared
 
 
 def walk(
@@ -127,6 +130,7 @@ def _line_entries(
     about: str = "",
     name: str | None = None,
     template: frozenset[str] = frozenset(),
+    agent: str | None = None,
 ) -> list[Entry]:
     entries = []
     for number, line in enumerate(text.splitlines(), start=1):
@@ -157,9 +161,17 @@ def _line_entries(
                 entity=name,
                 day=last_used if kind == "note" else None,
                 cites=cites,
+                agent=line_agent(stripped) if kind == "note" else agent,
             )
         )
     return entries
+
+
+def line_agent(line: str) -> str | None:
+    """The agent a note line is from (a timeline line); None for the other lines (pending facts,
+    what a person wrote), which every agent may read."""
+    match = _TIMELINE_AGENT.match(line)
+    return match.group(1).strip() if match else None
 
 
 def _is_template(kind: str, line: str, template: frozenset[str]) -> bool:
@@ -174,6 +186,8 @@ def parse_file(
     refs: dict[str, tuple[str, str, str]],
     tacit_file: str,
     root: Path,
+    *,
+    skills_dir: str = "agents",
 ) -> list[Entry]:
     """The entries of one store file (module docstring). `refs`: an entity file's path -> its
     entity's ref, names (space-separated) and name."""
@@ -188,8 +202,10 @@ def parse_file(
         return _line_entries("note", path, text, None, last_used=day, template=TEMPLATE_LINES)
     if path == tacit_file:
         return _line_entries("tacit", path, text, None, template=_TACIT_TEMPLATE)
-    agent = path.split("/")[1] if path.count("/") >= 2 else None
-    return _line_entries("skill", path, text, agent)
+    # agents/<name>/...: the agent whose skills these are (any other file there is shared).
+    folders = path.removeprefix(f"{skills_dir}/").split("/")
+    agent = folders[0] if len(folders) >= 2 else None
+    return _line_entries("skill", path, text, agent, agent=agent)
 
 
 def indexable(paths: Iterable[str], tacit_file: str, skills_dir: str) -> dict[str, str | None]:

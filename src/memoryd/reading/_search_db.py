@@ -16,8 +16,10 @@ from memoryd.logs import get_logger
 log = get_logger("memoryd.reading.search")  # the index's logger: its events keep the name
 
 # 4: stemmed terms (porter over unicode61), entries carry their entity's name, their date and
-# the fact ids a summary line cites. A file of another version is rebuilt (`connect`).
-SCHEMA_VERSION: Final = "4"
+# the fact ids a summary line cites. 5: entries carry the agent they belong to (skills, timeline
+# lines), and CJK text is indexed as its characters and their pairs as well
+# (`memoryd.reading._query.cjk_grams`). A file of another version is rebuilt (`connect`).
+SCHEMA_VERSION: Final = "5"
 _BUSY_TIMEOUT_MS: Final = 5000
 
 _SCHEMA: Final = """
@@ -27,7 +29,8 @@ CREATE TABLE IF NOT EXISTS files(path TEXT PRIMARY KEY, mtime_ns INTEGER NOT NUL
 CREATE TABLE IF NOT EXISTS entries(
     rowid INTEGER PRIMARY KEY, path TEXT NOT NULL, kind TEXT NOT NULL, id TEXT NOT NULL,
     ref TEXT, line INTEGER NOT NULL, status TEXT, last_used TEXT, uses INTEGER NOT NULL,
-    text TEXT NOT NULL, terms TEXT NOT NULL, entity TEXT, day TEXT, cites TEXT NOT NULL);
+    text TEXT NOT NULL, terms TEXT NOT NULL, entity TEXT, day TEXT, cites TEXT NOT NULL,
+    agent TEXT);
 CREATE INDEX IF NOT EXISTS entries_path ON entries(path);
 CREATE INDEX IF NOT EXISTS entries_id ON entries(id);
 CREATE INDEX IF NOT EXISTS entries_heat ON entries(kind, status, path, last_used, uses);

@@ -22,8 +22,10 @@ line over `LONG_LINE` characters is split after its sentences first). First ever
 turn takes lines up to its share of the limits (`SHARES`: a kind's fraction split among its
 sections), so that each entity and today's note keep their first lines however long the tacit
 file is; then, again in priority order, each takes what is left. The last line names the
-sections cut or left out and how to get them (`memoryd search`, the MCP tools), and its room is
-kept from the start, so the output never exceeds a limit. Tokens are
+sections cut or left out (counts them, when naming them all would take over a quarter of a
+limit) and how to get them (`memoryd search`, the MCP tools), and its room is kept from the
+start, so the output never exceeds a limit, however small (`memoryd.reading.fitting`). An
+agent's notes hold its own timeline lines and the shared ones (docs/agents.md). Tokens are
 `memoryd.llm.base.estimate_tokens`, the estimate the heartbeat uses (about 4 ASCII characters a
 token: a 4,000-token budget alone allows about 16,000 characters, more than a hook may print).
 
@@ -34,17 +36,15 @@ gives the same bytes. The facts whose ids the included summaries cite are return
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from datetime import date, timedelta
 from typing import Final
 
 from memoryd.errors import CorruptFileError
-from memoryd.llm.base import estimate_tokens
 from memoryd.logs import get_logger
-from memoryd.reading.accesses import QueuedReads
+from memoryd.reading._entries import line_agent
 from memoryd.reading.files import ReadOnlyStore
+from memoryd.reading.fitting import HOW_TO_GET, Bundle, Section, fit, strip_title
 from memoryd.reading.formats import Ceiling
 from memoryd.store.catalog import EntityCatalog, entity_at
 from memoryd.store.entities import Entity
@@ -61,47 +61,12 @@ from memoryd.store.tiers import TierRule, classify
 from memoryd.worktree import slugify
 
 log = get_logger(__name__)
+__all__ = ["HOW_TO_GET", "Bundle", "Section", "build_bundle", "fit", "gather_sections"]
 
 DEFAULT_BUDGET: Final = 4000
 MAX_ENTITIES: Final = 12
 # How many of the search index's hottest entities are ranked for the agent.
 CANDIDATES: Final = 3 * MAX_ENTITIES
-LONG_LINE: Final = 300
-# The fraction of the limits each kind of section may take before any takes more (the kind's
-# fraction is shared by its sections), so that a long tacit file cannot crowd out the rest.
-SHARES: Final[dict[str, float]] = {
-    "tacit": 0.25,
-    "skills": 0.12,
-    "routine": 0.08,
-    "entity": 0.35,
-    "note": 0.20,
-}
-HOW_TO_GET: Final = "`memoryd search QUERY`, or the MCP tools `search`, `get_entity` and `context`"
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
-_HEADING = re.compile(r"^#{1,5}\s")
-_FACT_ID = re.compile(r"\[([a-z0-9]+(?:-[a-z0-9]+)*-[0-9]{3,}(?:\s*,\s*[a-z0-9-]+)*)\]")
-
-
-@dataclass(frozen=True)
-class Section:
-    title: str
-    path: str
-    body: str
-    kind: str  # tacit, skills, routine, entity, note
-
-
-@dataclass
-class Bundle:
-    """The fitted bundle: its text, what it holds and what it left out."""
-
-    text: str
-    tokens: int
-    included: list[str] = field(default_factory=list)  # section paths, whole or cut
-    cut: list[str] = field(default_factory=list)
-    left_out: list[str] = field(default_factory=list)
-    fact_ids: list[str] = field(default_factory=list)  # facts cited by what is included
-    chars: int = 0
-    reads: QueuedReads = field(default_factory=lambda: QueuedReads(0, queued=True))
 
 
 def gather_sections(
@@ -115,6 +80,7 @@ def gather_sections(
     skills_dir: str,
     max_entities: int = MAX_ENTITIES,
     hottest: Sequence[str] | None = None,
+    share: bool = False,
 ) -> list[Section]:
     """Every section the agent's bundle could hold, in priority order (module docstring).
     `hottest` are the folders of the hottest entities when the caller knows them (from the
@@ -144,7 +110,7 @@ def gather_sections(
         )
     ]
     for entity in entities:
-        body = _strip_title(store.read_text(entity.summary_path) or "")
+        body = strip_title(store.read_text(entity.summary_path) or "")
         if not body:
             try:
                 body = render_template(read_input(store, entity, today, rule)[0])
@@ -155,9 +121,17 @@ def gather_sections(
         sections.append(Section(title, entity.summary_path, body, "entity"))
     for label, day in (("Today", today), ("Yesterday", today - timedelta(days=1))):
         text = store.read_text(note_path(day))
+        text = text if share or not text else _own_lines(text, agent)
         if text and text.strip():
             sections.append(Section(f"{label}, {day.isoformat()}", note_path(day), text, "note"))
     return sections
+
+
+def _own_lines(note: str, agent: str) -> str:
+    """`note` without the timeline lines of the other agents (docs/agents.md, What an agent
+    reads): its own lines and the shared ones (pending facts, what a person wrote) stay."""
+    kept = [line for line in note.splitlines() if line_agent(line.strip()) in (None, agent)]
+    return "\n".join(kept)
 
 
 def _entity(store: ReadOnlyStore, folder: str) -> Entity | None:
@@ -212,151 +186,6 @@ def ranked_entities(
     return [chosen for _, chosen in ranked[:limit]]
 
 
-def _strip_title(text: str) -> str:
-    """A file's text without its `# ` title (the section has its own heading), its own
-    headings one level down so that they nest under the section's."""
-    lines = text.strip().splitlines()
-    if lines and re.match(r"^#\s", lines[0]):
-        lines = lines[1:]
-    return "\n".join("#" + line if _HEADING.match(line) else line for line in lines).strip()
-
-
-def fit(
-    sections: list[Section],
-    *,
-    agent: str,
-    today: date,
-    budget: int,
-    ceiling: Ceiling | None = None,
-    limit_label: str = "the budget",
-) -> Bundle:
-    """The bundle of `sections` within `budget` tokens and `ceiling` (module docstring)."""
-    limits = [Ceiling(budget, "tokens", estimate_tokens), *([ceiling] if ceiling else [])]
-    header = f"# Memory for {agent}, {today.isoformat()}"
-    headings = [f"## {section.title} ({section.path})" for section in sections]
-    bodies = [_units(_strip_title(section.body)) for section in sections]
-    widest = _footer([(section.path, True) for section in sections], limit_label)
-    meter = _Meter(limits, reserved=[header, widest, ""])
-    kept = [0] * len(sections)
-    counts = {kind: sum(1 for s in sections if s.kind == kind) for kind in SHARES}
-    for index, section in enumerate(sections):
-        share = SHARES.get(section.kind, 0.0) / max(1, counts.get(section.kind, 1))
-        kept[index] = meter.grow(headings[index], bodies[index], kept[index], share)
-    for index in range(len(sections)):
-        kept[index] = meter.grow(headings[index], bodies[index], kept[index], None)
-    while True:
-        bundle = _render(
-            sections,
-            headings=headings,
-            bodies=bodies,
-            kept=kept,
-            header=header,
-            limit_label=limit_label,
-        )
-        if all(limit.measure(bundle.text) <= limit.amount for limit in limits) or not any(kept):
-            return bundle
-        last = max(index for index, count in enumerate(kept) if count)  # pragma: no cover
-        kept[last] -= 1  # pragma: no cover - the meter overestimates; kept as a guarantee
-
-
-class _Meter:
-    """What is left of each limit as lines are taken; a line costs its measure plus its
-    newline, which never undercounts the joined text."""
-
-    def __init__(self, limits: list[Ceiling], *, reserved: list[str]) -> None:
-        self._limits = limits
-        self._left = [
-            limit.amount - sum(self._cost(limit, t) for t in reserved) for limit in limits
-        ]
-        self._total = list(self._left)
-
-    @staticmethod
-    def _cost(limit: Ceiling, text: str) -> int:
-        return limit.measure(text) + 1
-
-    def grow(self, heading: str, body: list[str], kept: int, share: float | None) -> int:
-        """Take more whole leading lines of `body` (the heading and its blank lines with the
-        first); with `share`, only while the section stays within that fraction of the
-        limits. Return how many lines are kept."""
-        spent = [0] * len(self._limits)
-        while kept < len(body):
-            texts = [body[kept]] + ([heading, "", ""] if kept == 0 else [])
-            costs = [sum(self._cost(limit, t) for t in texts) for limit in self._limits]
-            if any(cost > left for cost, left in zip(costs, self._left, strict=True)):
-                break
-            if share is not None and any(
-                used + cost > share * total
-                for used, cost, total in zip(spent, costs, self._total, strict=True)
-            ):
-                break
-            for position, cost in enumerate(costs):
-                self._left[position] -= cost
-                spent[position] += cost
-            kept += 1
-        return kept
-
-
-def _render(
-    sections: list[Section],
-    *,
-    headings: list[str],
-    bodies: list[list[str]],
-    kept: list[int],
-    header: str,
-    limit_label: str,
-) -> Bundle:
-    parts = [header]
-    bundle = Bundle(text="", tokens=0)
-    cited: list[str] = []
-    missing: list[tuple[str, bool]] = []
-    for section, heading, body, count in zip(sections, headings, bodies, kept, strict=True):
-        if not count:
-            bundle.left_out.append(section.path)
-            missing.append((section.path, False))
-            continue
-        block = heading + "\n\n" + "\n".join(body[:count]).rstrip()
-        parts.append(block)
-        bundle.included.append(section.path)
-        if count < len(body):
-            bundle.cut.append(section.path)
-            missing.append((section.path, True))
-        cited += _cited(block) if section.kind == "entity" else []
-    if missing:
-        parts.append(_footer(missing, limit_label))
-    bundle.text = "\n\n".join(parts) + "\n"
-    bundle.tokens = estimate_tokens(bundle.text)
-    bundle.chars = len(bundle.text)
-    bundle.fact_ids = list(dict.fromkeys(cited))
-    return bundle
-
-
-def _footer(missing: list[tuple[str, bool]], limit_label: str) -> str:
-    """The one last line naming what is not in the bundle and how to get it."""
-    items = ", ".join(f"the rest of {path}" if cut else path for path, cut in missing)
-    return f"Left out to fit {limit_label}: {items}. Get them with {HOW_TO_GET}."
-
-
-def _units(body: str) -> list[str]:
-    """The lines of `body`, a line longer than `LONG_LINE` split after its sentences so that a
-    cut can keep a paragraph's first sentences (a soft line break: the same Markdown). Lines in
-    code fences and table rows are kept whole."""
-    units: list[str] = []
-    fenced = False
-    for line in body.splitlines():
-        if line.lstrip().startswith(("```", "~~~")):
-            fenced = not fenced
-        if fenced or len(line) <= LONG_LINE or line.lstrip().startswith("|"):
-            units.append(line)
-        else:
-            units.extend(part for part in _SENTENCE_END.split(line) if part)
-    return units
-
-
-def _cited(text: str) -> list[str]:
-    """The fact ids cited in `text`, in order."""
-    return [part.strip() for match in _FACT_ID.findall(text) for part in match.split(",")]
-
-
 def build_bundle(
     store: ReadOnlyStore,
     *,
@@ -370,6 +199,7 @@ def build_bundle(
     hottest: Sequence[str] | None = None,
     ceiling: Ceiling | None = None,
     limit_label: str = "the budget",
+    share: bool = False,
 ) -> Bundle:
     """The agent's fitted start-of-run bundle for `today` (`hottest`: see `gather_sections`;
     `ceiling`: a hook format's, `memoryd.reading.formats`)."""
@@ -382,6 +212,7 @@ def build_bundle(
         tacit_file=tacit_file,
         skills_dir=skills_dir,
         hottest=hottest,
+        share=share,
     )
     return fit(
         sections,

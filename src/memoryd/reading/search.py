@@ -9,27 +9,28 @@ What is indexed, one entry each, with the store-relative path and the 1-based li
   any agent (`skill`: topic files, skills indexes, routine files) and of the tacit file
   (`tacit`); headings, blank lines and memoryd's own template sentences are not entries.
 
-A query is read as a question (`memoryd.reading._query`): stop words dropped, words stemmed,
-any word may match and covering more of them scores more. One hit per fact: a summary line
-citing facts is folded into their hits. Each hit carries its entity's name and its date (a
-fact's, a note's day).
+A query is read as a question (`memoryd.reading._query`): stop words dropped, words stemmed, CJK
+words as character pairs, at most `MAX_TERMS` words; any word may match and covering more of them
+scores more. One hit per fact: a summary line citing facts is folded into their hits. Each hit
+carries its entity's name and its date (a fact's, a note's day). A reader (`reader`) is shown
+the shared entries and its own: another agent's skills and timeline lines are left out unless
+`[reading] share_between_agents` (docs/agents.md, What an agent reads).
 
 Ranking: SQLite's BM25 (`bm25()`, smaller is better) times the coverage factor times a recency
-weight: an active fact
-weighs by its tier today (hot 1.0, warm 0.85, cold 0.7, docs/store-format.md, Decay and summaries),
-a note by the tier its
-date would have (the days since it, no accesses), a summary, skill or tacit line as warm, and a
-superseded or retracted fact 0.5. So at equal match hot beats warm beats cold, and a current
-fact beats the one it replaced. Ties go by kind, then id, so the order is stable.
+weight (`memoryd.reading.hits`): an active fact weighs by its tier today (hot 1.0, warm 0.85,
+cold 0.7, docs/store-format.md, Decay and summaries), a note by the tier its date would have (the
+days since it, no accesses), a summary, skill or tacit line as warm, and a superseded or
+retracted fact 0.5. So at equal match hot beats warm beats cold, and a current fact beats the
+one it replaced. Ties go by kind, then id, so the order is stable.
 
 The index is a cache in its own database file beside the state database (`search.sqlite`), never
 the truth: deleting it only costs a rebuild. A reader that can keep it nowhere builds it in
 memory for the one query (`SearchIndex.open(None, ...)`). It is brought up to date
-incrementally — per file,
-by size, modification time and inode, only the files that changed are read again, so a commit's few
-changed files cost a few parses — by the heartbeat after each commit (from the paths its commits
-changed: no look at the other files, so the cost follows the commit, not the store) and by every
-search before it queries (every file: current even when the store was edited by hand or pulled).
+incrementally — per file, by size, modification time and inode, only the files that changed are
+read again, so a commit's few changed files cost a few parses — by the heartbeat after each
+commit (from the paths its commits changed: no look at the other files, so the cost follows the
+commit, not the store) and by every search before it queries (every file: current even when the
+store was edited by hand or pulled).
 Several readers may refresh at once; SQLite serializes them.
 """
 
@@ -39,13 +40,13 @@ import contextlib
 import dataclasses
 import os
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 from typing import Any, Final
 
-from memoryd.errors import CorruptFileError
+from memoryd.errors import CorruptFileError, MemorydError
 from memoryd.logs import get_logger
 from memoryd.reading._entries import (
     NOTE_NAME,
@@ -56,19 +57,38 @@ from memoryd.reading._entries import (
     stamp_of,
     walk,
 )
-from memoryd.reading._query import any_of, coverage_factor, question_terms
+from memoryd.reading._query import (
+    MAX_QUERY_CHARS,
+    MAX_TERMS,
+    any_of,
+    cjk_grams,
+    coverage_factor,
+    question_terms,
+    read_query,
+)
 from memoryd.reading._search_db import connect
 from memoryd.reading.files import ReadOnlyStore
+from memoryd.reading.hits import WEIGHTS, Hit, hit_of
 from memoryd.store.catalog import entity_at
 from memoryd.store.entities import ARCHIVES, ITEMS_FILE, LIFE, SUMMARY_FILE, Entity
 from memoryd.store.notes import NOTES_DIR
-from memoryd.store.tiers import Tier, TierRule, classify
+from memoryd.store.tiers import TierRule
 
 log = get_logger(__name__)
+__all__ = [
+    "INDEX_FILE_NAME",
+    "KINDS",
+    "MAX_QUERY_CHARS",
+    "MAX_TERMS",
+    "Hit",
+    "RefreshStats",
+    "SearchIndex",
+    "SearchStopped",
+    "read_query",
+]
 
 INDEX_FILE_NAME: Final = "search.sqlite"
 KINDS: Final = ("fact", "summary", "note", "skill", "tacit")
-WEIGHTS: Final[dict[str, float]] = {"hot": 1.0, "warm": 0.85, "cold": 0.7, "inactive": 0.5}
 _CANDIDATES: Final = 200  # BM25's best this many are re-ranked with recency
 _COLUMNS: Final = (
     "e.kind, e.id, e.ref, e.path, e.line, e.text, e.status, e.last_used, e.uses, e.entity, "
@@ -76,34 +96,8 @@ _COLUMNS: Final = (
 )
 
 
-@dataclass(frozen=True)
-class Hit:
-    kind: str
-    id: str
-    ref: str | None
-    path: str
-    line: int
-    text: str
-    status: str | None
-    tier: str  # hot, warm, cold, or inactive (superseded or retracted)
-    score: float
-    entity: str | None = None  # the name of the entity of a fact or summary line
-    date: str | None = None  # a fact's date, a note's day (ISO); None for the other kinds
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "kind": self.kind,
-            "id": self.id,
-            "ref": self.ref,
-            "path": self.path,
-            "line": self.line,
-            "text": self.text,
-            "status": self.status,
-            "tier": self.tier,
-            "score": round(self.score, 6),
-            "entity": self.entity,
-            "date": self.date,
-        }
+class SearchStopped(MemorydError):
+    """A search ended by its `stop` (its client gone, its time limit)."""
 
 
 @dataclass(frozen=True)
@@ -177,7 +171,7 @@ class SearchIndex:
             refs = self._refs([path for path in changed if path.startswith(f"{LIFE}/")])
             for path in changed:
                 self._drop(path)
-                for entry in self._entries(path, refs, tacit_file):
+                for entry in self._entries(path, refs, tacit_file, skills_dir):
                     self._insert(entry)
                 self._db.execute(
                     "INSERT OR REPLACE INTO files(path, mtime_ns, size, inode) VALUES (?, ?, ?, ?)",
@@ -243,14 +237,18 @@ class SearchIndex:
         return refs
 
     def _entries(
-        self, path: str, refs: dict[str, tuple[str, str, str]], tacit_file: str
+        self, path: str, refs: dict[str, tuple[str, str, str]], tacit_file: str, skills_dir: str
     ) -> list[Entry]:
         try:
             text = self._store.read_text(path)
         except CorruptFileError as error:
             log.warning("search.file_skipped", path=path, reason=error.reason)
             return []
-        return [] if text is None else parse_file(path, text, refs, tacit_file, self._store.root)
+        return (
+            []
+            if text is None
+            else parse_file(path, text, refs, tacit_file, self._store.root, skills_dir=skills_dir)
+        )
 
     def _drop(self, path: str) -> None:
         rows = self._db.execute("SELECT rowid, terms FROM entries WHERE path = ?", (path,))
@@ -261,10 +259,10 @@ class SearchIndex:
         self._db.execute("DELETE FROM entries WHERE path = ?", (path,))
 
     def _insert(self, entry: Entry) -> None:
-        terms = f"{entry.text} {entry.about}".strip()
+        terms = f"{entry.text} {entry.about} {cjk_grams(entry.text)}".strip()
         cursor = self._db.execute(
             "INSERT INTO entries(path, kind, id, ref, line, status, last_used, uses, text, terms, "
-            "entity, day, cites) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "entity, day, cites, agent) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 entry.path,
                 entry.kind,
@@ -279,6 +277,7 @@ class SearchIndex:
                 entry.entity,
                 entry.day.isoformat() if entry.day else None,
                 " ".join(entry.cites),
+                entry.agent,
             ),
         )
         self._db.execute("INSERT INTO docs(rowid, terms) VALUES (?, ?)", (cursor.lastrowid, terms))
@@ -315,19 +314,34 @@ class SearchIndex:
         rule: TierRule,
         limit: int = 10,
         kinds: Sequence[str] = (),
+        reader: str | None = None,
+        stop: Callable[[], bool] | None = None,
     ) -> list[Hit]:
         """The best `limit` entries for `query` (module docstring), best first, one hit per
-        fact: a summary line citing facts is folded into their hits."""
+        fact: a summary line citing facts is folded into their hits. `reader`: the agent that
+        asks (None: every entry, the operator); `stop`: polled while SQLite works, true ends
+        the search with SearchStopped (a client gone, a time limit)."""
         terms = question_terms(query)
         if not terms:
             return []
-        rows = self._candidates(any_of(terms), kinds)
-        matched = self._coverage(terms, [row[0] for row in rows])
+        if stop is not None:
+            if stop():
+                raise SearchStopped("search stopped before it started")
+            self._db.set_progress_handler(lambda: int(stop()), 200)
+        try:
+            rows = self._candidates(any_of(terms), kinds, reader)
+            matched = self._coverage(terms, [row[0] for row in rows])
+        except sqlite3.OperationalError as error:
+            if stop is not None and stop():
+                raise SearchStopped(f"search stopped: {error}") from error
+            raise
+        finally:
+            self._db.set_progress_handler(None, 0)
         hits: dict[tuple[str, str], Hit] = {}
         fold = not kinds or "fact" in kinds
         for rowid, *fields, bm25 in rows:
             score = -bm25 * coverage_factor(matched.get(rowid, 0), len(terms))
-            hit = _hit(fields, score, today, rule)
+            hit = hit_of(fields, score, today, rule)
             cited = self._cited(hit, score, today, rule) if fold and fields[-1] else []
             for found in cited or [hit]:
                 key = (found.kind, found.id)
@@ -336,10 +350,15 @@ class SearchIndex:
         ranked = sorted(hits.values(), key=lambda hit: (-hit.score, KINDS.index(hit.kind), hit.id))
         return ranked[:limit]
 
-    def _candidates(self, match: str, kinds: Sequence[str]) -> list[tuple[Any, ...]]:
+    def _candidates(
+        self, match: str, kinds: Sequence[str], reader: str | None
+    ) -> list[tuple[Any, ...]]:
         sql = f"SELECT e.rowid, {_COLUMNS}, bm25(docs) FROM docs JOIN entries e "  # noqa: S608
         sql += "ON e.rowid = docs.rowid WHERE docs MATCH ?"
         parameters: list[object] = [match]
+        if reader is not None:
+            sql += " AND (e.agent IS NULL OR e.agent = ?)"
+            parameters.append(reader)
         if kinds:
             sql += f" AND e.kind IN ({', '.join('?' for _ in kinds)})"
             parameters += list(kinds)
@@ -373,24 +392,7 @@ class SearchIndex:
             f"({', '.join('?' for _ in ids)})",
             ids,
         ):
-            fact = _hit(list(fields), 1.0, today, rule)
+            fact = hit_of(list(fields), 1.0, today, rule)
             weight = WEIGHTS[fact.tier] / WEIGHTS[line.tier]
             found.append(dataclasses.replace(fact, score=score * weight))
         return found
-
-
-def _hit(fields: Sequence[Any], score: float, today: date, rule: TierRule) -> Hit:
-    kind, id_, ref, path, line, text, status, last_used, uses, entity, day, _ = fields
-    tier = _tier(kind, status, last_used, uses, today=today, rule=rule)
-    return Hit(kind, id_, ref, path, line, text, status, tier, score * WEIGHTS[tier], entity, day)
-
-
-def _tier(
-    kind: str, status: str | None, last_used: str | None, uses: int, *, today: date, rule: TierRule
-) -> str:
-    if kind == "fact" and status != "active":
-        return "inactive"
-    if last_used is None:
-        return "warm"
-    tier: Tier = classify(date.fromisoformat(last_used), uses, today, rule)[0]
-    return tier

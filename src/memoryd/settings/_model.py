@@ -197,6 +197,12 @@ class CleaningSettings(_Frozen):
         return value
 
 
+class ReadingSettings(_Frozen):
+    # false: an agent's reading (context, search, MCP) leaves out other agents' skills and
+    # daily-note timeline lines; true: every agent reads everything (docs/agents.md).
+    share_between_agents: bool = False
+
+
 class SourceSettings(_Frozen):
     format: SourceFormat
     path: str = Field(min_length=1)
@@ -221,6 +227,7 @@ class Settings(_Frozen):
     rewrite: RewriteSettings = RewriteSettings()
     index: IndexSettings = IndexSettings()
     cleaning: CleaningSettings = CleaningSettings()
+    reading: ReadingSettings = ReadingSettings()
     agents: list[AgentSettings] = Field(default=[])
 
     def agent(self, name: str) -> AgentSettings:
