@@ -42,11 +42,17 @@ def main(argv: list[str]) -> int:
         for number in range(options.memories):
             at = first + timedelta(days=number // 50, seconds=number)
             queue_memory(
-                state, agent="bench", text=f"the deploy runs at {number}", entity=None, kind=None,
+                state,
+                agent="bench",
+                text=f"the deploy runs at {number}",
+                entity=None,
+                kind=None,
                 at=at,
             )
         remember = time.perf_counter() - start
     print(f"record_reads: {options.appends} calls, {append / options.appends * 1e6:.1f} us/call")
     print(f"claim_reads: {len(claimed.reads)} reads in {claim * 1000:.1f} ms")
-    print(f"queue_memory: {options.memories} calls, {remember / options.memories * 1e6:.1f} us/call")
+    print(
+        f"queue_memory: {options.memories} calls, {remember / options.memories * 1e6:.1f} us/call"
+    )
     return 0
