@@ -5,13 +5,18 @@ an over-full day or conversation is split, never failed whole."""
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pytest
 from structlog.testing import capture_logs
 from tests.support.harness import Workspace, turn
 
+from memoryd.extractors.chunking import REMEMBERED_FORMAT, Chunk
+from memoryd.jobs.sources import build_sources
 from memoryd.reading.remember import queue_memory, remembered_root
+from memoryd.sources.model import Provenance, Turn
 
 JANE = "life/areas/people/jane-doe"
 
@@ -98,3 +103,18 @@ def test_an_over_full_remembered_day_is_split_and_one_bad_line_loses_nothing_els
     report = ws.heartbeat(settings)
     assert report.counters.facts_added == 120
     assert len(ws.facts(JANE)) == 120
+
+
+def test_a_remembered_memory_is_shown_to_the_model_as_the_agents_words(ws: Workspace) -> None:
+    settings = ws.settings("markers")
+    state = ws.root / "state"
+    queue_memory(state, agent="ops", text="Deploy on Fridays", entity=None, kind=None, at=ws.now)
+    remembered = [s for s in build_sources(settings, state) if s.key == "remembered:ops"]
+    assert len(remembered) == 1 and remembered[0].agent == "ops"
+    assert remembered[0].reader.format.name == REMEMBERED_FORMAT
+    when = datetime(2026, 3, 10, 9, 0, tzinfo=UTC)
+    told = Turn("assistant", "note: Deploy on Fridays", when, Provenance("f", (1, 1)))
+    chunk = Chunk("ops", "s", REMEMBERED_FORMAT, None, when.date(), 0, (told,), ZoneInfo("UTC"))
+    shown = chunk.render()
+    assert "agent ops, asking memoryd to remember; not the user" in shown
+    assert "user:" not in shown.replace("not the user", "")

@@ -71,12 +71,20 @@ class Chunk:
 
     def render(self) -> str:
         """The transcript text as the model sees it: one block per turn, local times."""
-        return "\n\n".join(render_turn(turn, self.zone) for turn in self.turns)
+        agent = self.agent if self.source_format == REMEMBERED_FORMAT else None
+        return "\n\n".join(render_turn(turn, self.zone, remembered_by=agent) for turn in self.turns)
 
 
-def render_turn(turn: Turn, zone: ZoneInfo) -> str:
+# The source format of an agent's remembered queue (`memoryd.jobs.remembered`): its turns are
+# the agent's own words, shown as such, never as the user's.
+REMEMBERED_FORMAT = "remembered"
+
+
+def render_turn(turn: Turn, zone: ZoneInfo, *, remembered_by: str | None = None) -> str:
     time = turn.timestamp.astimezone(zone).strftime("%H:%M")
     speaker = turn.role if turn.trusted else f"{turn.role} (untrusted output)"
+    if remembered_by is not None:
+        speaker = f"assistant (agent {remembered_by}, asking memoryd to remember; not the user)"
     if turn.sidechain:
         speaker += ", subagent"
     return f"[{time}] {speaker}:\n{turn.text}"

@@ -6,7 +6,9 @@ trusted to be what `remember` wrote: this format keeps a line only when it is a 
 `note:` line within the limits `remember` enforces (`accepted_line`), and when it names no agent
 or the folder's own; everything else is refused with `remember.line_refused` (a line claiming
 another agent, a `skill:`, `tacit:` or `supersede:` line, an over-long text). A kept line is
-always an `assistant` turn, whatever role it claims: it is the agent's words, never the user's.
+always an `assistant` turn, whatever role it claims: it is the agent's words, never the user's;
+its chunks carry the format name `remembered`, which the excerpt shown to the model names as the
+agent asking to remember, not the user (`memoryd.extractors.chunking.render_turn`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from memoryd.extractors.chunking import REMEMBERED_FORMAT
 from memoryd.logs import get_logger
 from memoryd.reading.remember import accepted_line, agent_folder_name
 from memoryd.sources.formats import Decoder
@@ -27,7 +30,7 @@ log = get_logger(__name__)
 class RememberedFormat(JsonlFormat):
     """The `jsonl` layout, restricted to the lines `remember` writes for `folder`'s agent."""
 
-    name = "jsonl"
+    name = REMEMBERED_FORMAT
 
     def __init__(self, folder: str) -> None:
         self.folder = folder
