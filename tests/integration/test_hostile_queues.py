@@ -5,12 +5,16 @@ an over-full day or conversation is split, never failed whole."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
 from structlog.testing import capture_logs
+from tests.support.cli import memoryd, write_config
 from tests.support.harness import Workspace, turn
 
 from memoryd.extractors.chunking import REMEMBERED_FORMAT, Chunk
@@ -118,3 +122,46 @@ def test_a_remembered_memory_is_shown_to_the_model_as_the_agents_words(ws: Works
     shown = chunk.render()
     assert "agent ops, asking memoryd to remember; not the user" in shown
     assert "user:" not in shown.replace("not the user", "")
+
+
+def test_a_heartbeat_with_a_fifo_and_symlinks_in_the_queue_returns_and_files(
+    tmp_path: Path,
+) -> None:
+    write_config(tmp_path)
+    assert memoryd("init", cwd=tmp_path).returncode == 0
+    items = tmp_path / "store" / "MEMORY.md"
+    before = items.read_text(encoding="utf-8")
+    queue = tmp_path / "state" / "queue"
+    queue.mkdir(exist_ok=True)
+    os.mkfifo(queue / "reads.jsonl")  # a reader's queue that would block for ever
+    remembered = queue / "remembered"
+    remembered.mkdir()
+    (remembered / "ops").mkdir()
+    (remembered / "ops" / "2026-03-10.jsonl").symlink_to(items)
+    (tmp_path / "logs" / "a.jsonl").write_text(
+        _row("remember: person Jane Doe: Lives in Lisbon"), encoding="utf-8"
+    )
+    beat = memoryd_with_timeout(tmp_path, "heartbeat")
+    assert beat.returncode == 0, beat.stderr
+    assert items.read_text(encoding="utf-8") == before
+    assert "Lives in Lisbon" in (tmp_path / "store" / JANE / "items.json").read_text()
+    assert not os.path.lexists(queue / "reads.jsonl")
+    assert '"queue.unsafe"' in beat.stderr
+
+
+def memoryd_with_timeout(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`memoryd` as a child, failing the test (TimeoutExpired) if it does not return in 60 s."""
+    environ = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(folder),
+        "PYTHONPATH": os.pathsep.join(sys.path),
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "memoryd", "--log-format", "json", *args],
+        cwd=folder,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
