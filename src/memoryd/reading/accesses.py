@@ -220,13 +220,11 @@ def claim_reads(state_dir: Path) -> Claimed:
         log.warning("queue.unsafe", path=str(folder), kind=error.strerror, action="skipped")
         return Claimed((), ())
     queue = folder / QUEUE_NAME
-    if not set_aside_unsafe(queue) and queue.exists():
+    if _regular(queue):
         claimed = folder / f"{CLAIMED_PREFIX}{uuid.uuid4().hex}.jsonl"
         queue.rename(claimed)
     files = tuple(
-        path
-        for path in sorted(folder.glob(f"{CLAIMED_PREFIX}*.jsonl"))
-        if not set_aside_unsafe(path)
+        path for path in sorted(folder.glob(f"{CLAIMED_PREFIX}*.jsonl")) if _regular(path)
     )
     reads: list[Read] = []
     budget = MAX_CLAIM_BYTES
@@ -235,6 +233,19 @@ def claim_reads(state_dir: Path) -> Claimed:
         budget = max(0, budget - len(data))
         reads.extend(_parse_claimed(path, data))
     return Claimed(tuple(dict.fromkeys(reads)), files)
+
+
+def _regular(path: Path) -> bool:
+    """Whether `path` is a regular file; a special file there is removed, a folder skipped,
+    each logged (`queue.unsafe`)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return False
+    if stat.S_ISDIR(mode):
+        log.warning("queue.unsafe", path=str(path), kind="a folder", action="skipped")
+        return False
+    return not set_aside_unsafe(path)
 
 
 def _read_claimed_bytes(path: Path, budget: int) -> bytes:

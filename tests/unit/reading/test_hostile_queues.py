@@ -141,3 +141,14 @@ def test_only_lines_remember_writes_are_accepted() -> None:
         ["note: Likes tea"],
     ):
         assert not accepted_line(content), content
+
+
+def test_a_folder_where_the_queue_should_be_is_skipped_not_claimed(tmp_path: Path) -> None:
+    folder = queue_folder(tmp_path)
+    (folder / QUEUE_NAME).mkdir()
+    (folder / "reads-claimed-x.jsonl").mkdir()
+    with capture_logs() as logs:
+        claimed = claim_reads(tmp_path)
+    assert claimed == claim_reads(tmp_path) and claimed.files == ()
+    assert (folder / QUEUE_NAME).is_dir()
+    assert [log["action"] for log in logs if log["event"] == "queue.unsafe"] == ["skipped"] * 2
