@@ -165,3 +165,15 @@ def memoryd_with_timeout(folder: Path, *args: str) -> subprocess.CompletedProces
         timeout=60,
         check=False,
     )
+
+
+def test_a_symlinked_queue_folder_hides_no_remembered_queue(ws: Workspace) -> None:
+    settings = ws.settings("markers")
+    elsewhere = ws.root / "elsewhere"
+    (elsewhere / "remembered" / "ops").mkdir(parents=True)
+    (elsewhere / "remembered" / "ops" / "t.jsonl").write_text(
+        _row("remember: person Jane Doe: Lives in Lisbon")
+    )
+    (ws.root / "state").mkdir(exist_ok=True)
+    (ws.root / "state" / "queue").symlink_to(elsewhere, target_is_directory=True)
+    assert not [s for s in build_sources(settings, ws.root / "state") if s.key.startswith("remem")]

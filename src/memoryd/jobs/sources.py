@@ -32,7 +32,7 @@ def build_sources(settings: Settings, state_dir: Path | None = None) -> list[Sou
         for source in agent.sources
     ]
     queued = remembered_root(state_dir) if state_dir is not None else None
-    if queued is not None and _real_folder(queued):
+    if queued is not None and _real_folder(queued.parent) and _real_folder(queued):
         agents = {agent_folder_name(agent.name): agent.name for agent in settings.agents}
         for folder in sorted(queued.iterdir()):
             if not _real_folder(folder):
