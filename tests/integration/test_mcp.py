@@ -68,6 +68,7 @@ async def _session(folder: Path) -> dict[str, Any]:
                 )
             )
             seen["bad"] = _error(await call("remember", {"text": "   ", "entity": None}))
+            seen["too_long"] = _error(await call("remember", {"text": "word " * 300}))
     return seen
 
 
@@ -102,6 +103,7 @@ def test_an_mcp_client_searches_reads_and_remembers(tmp_path: Path) -> None:
     assert seen["context"]["reads"]["queued"] is True
     assert seen["remember"] == {"queued": True, "filed_by": "the next heartbeat"}
     assert "nothing to remember" in seen["bad"]
+    assert "at most 1000" in seen["too_long"] and "split it" in seen["too_long"]
     # Read-only: the MCP process committed and wrote nothing in the store.
     assert git(tmp_path, "rev-parse", "HEAD") == head
     assert git(tmp_path, "status", "--porcelain") == ""

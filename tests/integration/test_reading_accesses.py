@@ -73,12 +73,12 @@ def test_access_bumps_are_exact_over_two_days(ws: Workspace) -> None:
     # Filed on 2026-03-10 from a conversation of 2026-03-01: filing is their first use.
     assert jane_facts(ws) == {"jane-doe-001": (0, "2026-03-10"), "jane-doe-002": (0, "2026-03-10")}
 
-    # Day 1 (2026-03-10): ops searches twice, reviewer once (Lisbon is jane-doe-001); ops
+    # Day 1 (2026-03-10): ops searches twice, a person (cli) once (Lisbon is jane-doe-001); ops
     # loads its context, which cites both facts.
     env = ws.environment()
     search_store(settings, env, "Lisbon", agent="ops")
     search_store(settings, env, "Lisbon", agent="ops")
-    search_store(settings, env, "Lisbon", agent="reviewer")
+    search_store(settings, env, "Lisbon", agent="cli")
     agent_context(settings, env, agent="ops")
     report = heartbeat(ws, settings)
     assert report.commit is not None and report.counters.accesses == 3
@@ -87,10 +87,10 @@ def test_access_bumps_are_exact_over_two_days(ws: Workspace) -> None:
     counted = json.loads(ws.read(".memoryd/reads/localhost.json"))["counted"]
     assert ["2026-03-10", "ops", "jane-doe-001"] in counted
 
-    # Same day again: ops reads once more (already counted); the entity view by reviewer
-    # counts jane-doe-002 for reviewer (jane-doe-001 it had read already).
+    # Same day again: ops reads once more (already counted); the entity view by the person (cli)
+    # counts jane-doe-002 for cli (jane-doe-001 it had read already).
     search_store(settings, env, "Lisbon", agent="ops")
-    entity_view(settings, env, "Jane Doe", agent="reviewer")
+    entity_view(settings, env, "Jane Doe", agent="cli")
     heartbeat(ws, settings)
     assert jane_facts(ws) == {"jane-doe-001": (2, "2026-03-10"), "jane-doe-002": (2, "2026-03-10")}
 
@@ -111,9 +111,9 @@ def test_reads_claimed_by_a_killed_heartbeat_are_never_counted_twice(ws: Workspa
     # The heartbeat commits, then "dies" before forgetting the claimed queue.
     heartbeat(ws, settings, release=False)
     assert list((ws.root / "state" / "queue").glob("reads-claimed-*"))
-    record_reads(ws.root / "state", ["jane-doe-001"], agent="other", day=ws.now.date())
+    record_reads(ws.root / "state", ["jane-doe-001"], agent="mcp", day=ws.now.date())
     heartbeat(ws, settings)
-    assert jane_facts(ws)["jane-doe-001"] == (2, "2026-03-10")  # ops once, other once
+    assert jane_facts(ws)["jane-doe-001"] == (2, "2026-03-10")  # ops once, mcp once
     assert not list((ws.root / "state" / "queue").glob("reads-claimed-*"))
     assert not (ws.root / "state" / "queue" / QUEUE_NAME).exists()
 

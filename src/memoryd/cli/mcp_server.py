@@ -39,7 +39,7 @@ from memoryd.jobs.reading import agent_context, entity_view, find
 from memoryd.logs import get_logger
 from memoryd.reading.accesses import QueuedReads
 from memoryd.reading.context import DEFAULT_BUDGET
-from memoryd.reading.remember import queue_memory
+from memoryd.reading.remember import MAX_NAME_CHARS, MAX_PER_DAY, MAX_TEXT_CHARS, queue_memory
 from memoryd.reading.search import SearchStopped
 from memoryd.settings import LoadedConfig, Settings, state_directory
 
@@ -229,7 +229,9 @@ def build_server(settings: Settings, env: Environment, *, agent: str) -> MCPServ
         description="Call when the user states something worth keeping beyond this task (a "
         "fact about a person, company or project, a decision, a preference): with `entity` "
         "(its name) and `kind` (person, company, project, area or resource) it becomes a fact "
-        "of that entity; without, a note of the day. Filed by the next heartbeat, not at once.",
+        "of that entity; without, a note of the day. Filed by the next heartbeat, not at once. "
+        f"At most {MAX_TEXT_CHARS} characters of text, {MAX_NAME_CHARS} of entity name, "
+        f"{MAX_PER_DAY} memories a day; filed as your words, not the user's.",
     )
     def remember(text: str, entity: str | None = None, kind: str | None = None) -> RememberResult:
         try:

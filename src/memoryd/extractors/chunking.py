@@ -4,7 +4,10 @@ A chunk is the unit of one LLM call (docs/llm-contract.md). It never spans two c
 days
 (days in the configured time zone). A day longer than the token budget is split at turn
 boundaries, greedily from its start, so the same turns always give the same chunks; a single turn
-longer than the budget is split into pieces, each keeping the turn's provenance.
+longer than the budget is split into pieces, each keeping the turn's provenance. A chunk also
+holds at most `MAX_MARKERS` marker lines (`memoryd.extractors.markers`): more than one answer
+may hold would make the chunk fail for ever, so a day with more is split the same way (a turn
+with more, at line boundaries).
 
 Every chunk has a stable `key` (what it covers and what it says), used by the journal to recognise
 an answer already paid for and by the failure counter to recognise the same chunk next time.
@@ -19,6 +22,7 @@ from datetime import date, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from memoryd.extractors.markers import MAX_MARKERS, marker_count
 from memoryd.llm.base import estimate_tokens
 from memoryd.sources.model import Conversation, Provenance, Turn
 
@@ -67,12 +71,20 @@ class Chunk:
 
     def render(self) -> str:
         """The transcript text as the model sees it: one block per turn, local times."""
-        return "\n\n".join(render_turn(turn, self.zone) for turn in self.turns)
+        agent = self.agent if self.source_format == REMEMBERED_FORMAT else None
+        return "\n\n".join(render_turn(turn, self.zone, remembered_by=agent) for turn in self.turns)
 
 
-def render_turn(turn: Turn, zone: ZoneInfo) -> str:
+# The source format of an agent's remembered queue (`memoryd.jobs.remembered`): its turns are
+# the agent's own words, shown as such, never as the user's.
+REMEMBERED_FORMAT = "remembered"
+
+
+def render_turn(turn: Turn, zone: ZoneInfo, *, remembered_by: str | None = None) -> str:
     time = turn.timestamp.astimezone(zone).strftime("%H:%M")
     speaker = turn.role if turn.trusted else f"{turn.role} (untrusted output)"
+    if remembered_by is not None:
+        speaker = f"assistant (agent {remembered_by}, asking memoryd to remember; not the user)"
     if turn.sidechain:
         speaker += ", subagent"
     return f"[{time}] {speaker}:\n{turn.text}"
@@ -87,7 +99,12 @@ def cut_chunks(
     """Given a conversation, return its chunks in order. Days are dates in `zone`."""
     chunks: list[Chunk] = []
     for day, turns in _by_day(conversation.turns, zone):
-        pieces = [piece for turn in turns for piece in _split_turn(turn, token_budget, estimate)]
+        pieces = [
+            marked
+            for turn in turns
+            for piece in _split_turn(turn, token_budget, estimate)
+            for marked in _split_markers(piece)
+        ]
         for part, group in enumerate(_pack(pieces, token_budget, estimate)):
             chunks.append(
                 Chunk(
@@ -155,16 +172,37 @@ def _fitting_prefix(text: str, room: int, estimate: TokenEstimator) -> int:
     return newline + 1 if newline > low // 2 else low
 
 
+def _split_markers(turn: Turn) -> list[Turn]:
+    """The turn, in pieces of at most MAX_MARKERS marker lines each (cut at line breaks)."""
+    if marker_count(turn.text) <= MAX_MARKERS:
+        return [turn]
+    pieces: list[Turn] = []
+    lines: list[str] = []
+    markers = 0
+    for line in turn.text.splitlines(keepends=True):
+        marked = marker_count(line)
+        if lines and markers + marked > MAX_MARKERS:
+            pieces.append(replace(turn, text="".join(lines)))
+            lines, markers = [], 0
+        lines.append(line)
+        markers += marked
+    if lines:
+        pieces.append(replace(turn, text="".join(lines)))
+    return pieces
+
+
 def _pack(turns: list[Turn], budget: int, estimate: TokenEstimator) -> Iterator[list[Turn]]:
     group: list[Turn] = []
-    used = 0
+    used = markers = 0
     for turn in turns:
         cost = _cost(turn, estimate)
-        if group and used + cost > budget:
+        marked = marker_count(turn.text)
+        if group and (used + cost > budget or markers + marked > MAX_MARKERS):
             yield group
-            group, used = [], 0
+            group, used, markers = [], 0, 0
         group.append(turn)
         used += cost
+        markers += marked
     if group:
         yield group
 

@@ -13,7 +13,11 @@ starts, after optional whitespace or a list bullet, with one of these words (any
     tacit: <text>                       tacit knowledge about how the user works
 
 The answer has the shape of the `record_memories` tool input, so it goes through the same
-validation and the same filing as a model's answer.
+validation and the same filing as a model's answer. A marker the contract would refuse (a fact
+over 1,000 characters, a name over 200, a topic over 100) is set aside as ignored on its own, so
+one bad line never takes the others with it; and a chunk never holds more than `MAX_MARKERS`
+marker lines (`marker_count`, used by `memoryd.extractors.chunking`), so a conversation with
+more markers than one answer may hold is split over chunks instead of failing whole.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 from zoneinfo import ZoneInfo
 
 from memoryd.sources.model import Turn
@@ -37,6 +41,41 @@ _REMEMBER = re.compile(
 )
 _SUPERSEDED = re.compile(r"^(?P<id>[a-z0-9]+(?:-[a-z0-9]+)*-[0-9]{3,})[ \t]*:[ \t]*(?P<fact>.+)$")
 _TOPIC_TIP = re.compile(r"^(?P<topic>[^:]+?)[ \t]*:[ \t]*(?P<tip>.+)$")
+
+# The contract's limits (`memoryd.extractors.contract`): the fewest items a list of one answer
+# holds (skills, tacit) bounds the marker lines of one chunk; text, name and topic lengths.
+MAX_MARKERS: Final = 50
+MAX_TEXT: Final = 1000
+MAX_NAME: Final = 200
+MAX_TOPIC: Final = 100
+MAX_FACT_ID: Final = 85
+
+
+def marker_count(text: str) -> int:
+    """How many marker lines `text` holds."""
+    return sum(1 for _ in _MARKER.finditer(text))
+
+
+def _too_long(word: str, rest: str) -> bool:
+    """Whether a marker's parts pass the contract's lengths (checked after parsing)."""
+    if word in ("remember", "supersede"):
+        parsed = _REMEMBER.match(rest)
+        if parsed is None:
+            return False
+        replaced = _SUPERSEDED.match(parsed.group("fact")) if word == "supersede" else None
+        fact = replaced.group("fact") if replaced else parsed.group("fact")
+        return (
+            len(parsed.group("name").strip()) > MAX_NAME
+            or len(fact.strip()) > MAX_TEXT
+            or (replaced is not None and len(replaced.group("id")) > MAX_FACT_ID)
+        )
+    if word in ("skill", "routine-skill"):
+        parsed = _TOPIC_TIP.match(rest)
+        return parsed is not None and (
+            len(parsed.group("topic").strip()) > MAX_TOPIC
+            or len(parsed.group("tip").strip()) > MAX_TEXT
+        )
+    return len(rest) > MAX_TEXT
 
 
 @dataclass
@@ -60,6 +99,9 @@ def extract_markers(turns: Sequence[Turn], zone: ZoneInfo, routine: str | None) 
             continue
         for match in _MARKER.finditer(turn.text):
             word, rest = match.group("word").lower(), match.group("rest")
+            if _too_long(word, rest):
+                ignored.append(match.group(0).strip()[:200])
+                continue
             if word in ("remember", "supersede"):
                 parsed = _REMEMBER.match(rest)
                 kind = parsed.group("kind").lower() if parsed else ""

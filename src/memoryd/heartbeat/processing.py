@@ -142,7 +142,12 @@ def _stage_bookkeeping(
         # Reads by agents (search, context, mcp) count as accesses, once per fact, agent
         # and day, recorded in this host's record so that they are never counted twice.
         counters.accesses += apply_reads(
-            uow, session.facts, run.settings.host, work.reads, today=session.today
+            uow,
+            session.facts,
+            run.settings.host,
+            work.reads,
+            today=session.today,
+            agents=run.settings.agents,
         )
     saved = session.facts.save_all()
     refreshed: list[str] = []

@@ -62,6 +62,9 @@ class HeartbeatOptions:
     # The model's tokens per chars/4 estimate token (`memoryd.llm.tokens`); `chunk_tokens` and
     # every estimate are in the model's tokens.
     token_factor: float = 1.0
+    # The configured agents' names: a queued read by any other is refused (`store.reads`);
+    # None accepts every name.
+    agents: frozenset[str] | None = None
 
     def estimate_tokens(self, text: str) -> int:
         """The estimated tokens of `text` in the model's tokenizer."""

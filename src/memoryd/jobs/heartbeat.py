@@ -91,6 +91,7 @@ def heartbeat_options(
         sections_per_call=settings.llm.sections_per_call,
         catalog_cache=catalog_cache,
         keep_catalog=keep_catalog,
+        agents=frozenset(agent.name for agent in settings.agents),
     )
 
 

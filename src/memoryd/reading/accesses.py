@@ -28,13 +28,24 @@ after writing it checks that the file it wrote is still the queue (the heartbeat
 renamed it meanwhile) and writes again to the new queue if not, so the line lands in a file the
 heartbeat will read. The heartbeat renames the queue, then takes the exclusive `flock` on the
 renamed file, which waits for writers already in it; the locks are held for one write.
+
+The queue folder is group-writable, so what is in it is not trusted: every file memoryd opens
+there is opened with `O_NOFOLLOW | O_NONBLOCK` and kept only when `fstat` says it is a regular
+file, and each folder on the way (`queue/`, `queue/remembered/`, an agent's folder) must be a real
+folder, not a symlink. A symlink, FIFO or device where the queue should be is refused
+(`queue.unsafe`): a reader does not queue (`reads.not_recorded`), the heartbeat removes the entry
+(only the link or the FIFO, never what it points to) and goes on. The heartbeat reads at most
+`MAX_CLAIM_BYTES` of claimed reads per run; a bigger file is read that far and the rest dropped
+(`reads.queue_truncated`): reads only cost decay, never a memory.
 """
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
+import stat
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -49,6 +60,7 @@ log = get_logger(__name__)
 QUEUE_DIR: Final = "queue"
 QUEUE_NAME: Final = "reads.jsonl"
 CLAIMED_PREFIX: Final = "reads-claimed-"
+MAX_CLAIM_BYTES: Final = 8 * 1024 * 1024
 
 Read = tuple[str, str, date]  # (fact id, agent, day)
 
@@ -76,19 +88,75 @@ def queue_folder(state_dir: Path) -> Path:
     """The group-writable queue folder of the state directory (module docstring), made when
     missing (and the state directory, with the umask's permissions, when it can be)."""
     folder = state_dir / QUEUE_DIR
-    if not folder.is_dir():
+    if not os.path.lexists(folder):
         state_dir.mkdir(parents=True, exist_ok=True)
         folder.mkdir(exist_ok=True)
         os.chmod(folder, 0o2770)  # noqa: S103 - the agents' group queues reads here on purpose
+    return real_folder(folder)
+
+
+class UnsafeQueueError(OSError):
+    """A symlink, FIFO, device or other non-regular entry where a queue file or folder is."""
+
+    def __init__(self, path: Path, what: str) -> None:
+        super().__init__(errno.EINVAL, f"{what}, not memoryd's own queue", str(path))
+
+
+def real_folder(folder: Path) -> Path:
+    """`folder`, when it is a real folder (not a symlink to one). Raise UnsafeQueueError."""
+    mode = os.lstat(folder).st_mode
+    if not stat.S_ISDIR(mode):
+        raise UnsafeQueueError(folder, _kind(mode))
     return folder
 
 
+def _kind(mode: int) -> str:
+    if stat.S_ISLNK(mode):
+        return "a symlink"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "not a regular file" if not stat.S_ISDIR(mode) else "a folder"
+
+
+def open_queue_file(path: Path, flags: int, mode: int = 0o660) -> int:
+    """A descriptor on `path` opened with `flags` plus O_NOFOLLOW and O_NONBLOCK, only when it
+    is a regular file (module docstring). Raise OSError (UnsafeQueueError for a special file)."""
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, mode)
+    except OSError as error:
+        if error.errno in {errno.ELOOP, errno.ENXIO}:  # a symlink; a FIFO with no reader
+            raise UnsafeQueueError(path, _kind(os.lstat(path).st_mode)) from None
+        raise
+    opened = os.fstat(fd).st_mode
+    if not stat.S_ISREG(opened):
+        os.close(fd)
+        raise UnsafeQueueError(path, _kind(opened))
+    return fd
+
+
 def open_for_append(path: Path) -> int:
-    """A descriptor appending to `path`, created group-writable (module docstring)."""
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o660)
+    """A descriptor appending to `path`, a regular file created group-writable (module
+    docstring). Raise OSError (UnsafeQueueError when `path` is not a regular file)."""
+    fd = open_queue_file(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
     if os.fstat(fd).st_uid == os.geteuid():
         os.fchmod(fd, 0o660)  # the umask may have taken the group's write bit
     return fd
+
+
+def set_aside_unsafe(path: Path) -> bool:
+    """Remove `path` when it is a symlink, FIFO, device or socket (the entry only, never what a
+    link points to), logging `queue.unsafe`; return whether it was one. A folder is left."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return False
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return False
+    log.warning("queue.unsafe", path=str(path), kind=_kind(mode), action="removed")
+    path.unlink(missing_ok=True)
+    return True
 
 
 def record_reads(state_dir: Path, fact_ids: Iterable[str], *, agent: str, day: date) -> QueuedReads:
@@ -144,25 +212,65 @@ def claim_reads(state_dir: Path) -> Claimed:
     """Take the queue (and any queue a killed heartbeat claimed before) for this heartbeat.
     A line that does not parse is logged and skipped."""
     folder = state_dir / QUEUE_DIR
+    if not os.path.lexists(folder):
+        return Claimed((), ())
+    try:
+        real_folder(folder)
+    except UnsafeQueueError as error:
+        log.warning("queue.unsafe", path=str(folder), kind=error.strerror, action="skipped")
+        return Claimed((), ())
     queue = folder / QUEUE_NAME
-    if queue.exists():
+    if _regular(queue):
         claimed = folder / f"{CLAIMED_PREFIX}{uuid.uuid4().hex}.jsonl"
         queue.rename(claimed)
-    files = tuple(sorted(folder.glob(f"{CLAIMED_PREFIX}*.jsonl")))
+    files = tuple(
+        path for path in sorted(folder.glob(f"{CLAIMED_PREFIX}*.jsonl")) if _regular(path)
+    )
     reads: list[Read] = []
+    budget = MAX_CLAIM_BYTES
     for path in files:
-        reads.extend(_read_claimed(path))
+        data = _read_claimed_bytes(path, budget)
+        budget = max(0, budget - len(data))
+        reads.extend(_parse_claimed(path, data))
     return Claimed(tuple(dict.fromkeys(reads)), files)
 
 
-def _read_claimed(path: Path) -> list[Read]:
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+def _regular(path: Path) -> bool:
+    """Whether `path` is a regular file; a special file there is removed, a folder skipped,
+    each logged (`queue.unsafe`)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return False
+    if stat.S_ISDIR(mode):
+        log.warning("queue.unsafe", path=str(path), kind="a folder", action="skipped")
+        return False
+    return not set_aside_unsafe(path)
+
+
+def _read_claimed_bytes(path: Path, budget: int) -> bytes:
+    """At most `budget` bytes of a claimed file, whole lines only; the rest is logged."""
+    try:
+        fd = open_queue_file(path, os.O_RDONLY)
+    except OSError as error:
+        log.warning("reads.file_skipped", path=str(path), reason=str(error))
+        return b""
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)  # waits for a writer still in the renamed file
+        size = os.fstat(fd).st_size
         with os.fdopen(os.dup(fd), "rb") as handle:
-            data = handle.read()
+            data = handle.read(budget)
     finally:
         os.close(fd)
+    if size > len(data):
+        data = data[: data.rfind(b"\n") + 1]
+        log.warning(
+            "reads.queue_truncated", path=str(path), read=len(data), dropped=size - len(data)
+        )
+    return data
+
+
+def _parse_claimed(path: Path, data: bytes) -> list[Read]:
     reads: list[Read] = []
     for number, line in enumerate(data.decode("utf-8", "replace").splitlines(), start=1):
         try:

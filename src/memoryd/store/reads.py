@@ -10,6 +10,13 @@ reads it had claimed), the keys counted are recorded in the store, in the same c
 bumps, one file per host: `.memoryd/reads/<host>.json`, a sorted list of
 `[day, agent, fact id]`. Only the last `KEEP_DAYS` days are kept: a read is always of its
 reader's today, so older keys can no longer come back.
+
+The read queue is written by agents, so its lines are not trusted (docs/store-format.md, Read
+queue): a read's day is clamped to the day the heartbeat reads it (a read cannot be dated in the
+future, which would keep a fact hot for years) and to the oldest day still recorded (so an old
+date cannot be counted again and again), and a read by an agent that is not configured is
+refused and counted (`reads.refused`), so invented names cannot add accesses (the built-in
+reader names `cli` and `mcp`, the defaults of `search` and `mcp`, are accepted too).
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from datetime import date, timedelta
 from typing import Final
 
 from memoryd.errors import CorruptFileError
+from memoryd.logs import get_logger
 from memoryd.store.facts import FactBook
 from memoryd.store.hosts import host_slug
 from memoryd.worktree import FileTransaction
@@ -28,6 +36,12 @@ READS_DIR: Final = ".memoryd/reads"
 KEEP_DAYS: Final = 3
 
 Key = tuple[str, str, str]  # (day, agent, fact id)
+
+log = get_logger(__name__)
+
+# The readers' names when none is given (`search` reads as `cli`, `mcp` as `mcp`): a person's
+# reads count too, so these are accepted beside the configured agents.
+BUILT_IN_READERS: Final = frozenset({"cli", "mcp"})
 
 
 def reads_path(host: str) -> str:
@@ -70,13 +84,32 @@ def apply_reads(
     reads: Iterable[tuple[str, str, date]],
     *,
     today: date,
+    agents: frozenset[str] | None = None,
 ) -> int:
     """Bump each fact read (fact id, agent, day) once per fact, agent and day, skipping keys
     already counted; stage the record; return how many bumps were made. Unknown ids (a fact of
-    an entity that is gone, a typo through `mcp`) are counted as seen and bump nothing."""
+    an entity that is gone, a typo through `mcp`) are counted as seen and bump nothing. Days are
+    clamped to [today - KEEP_DAYS, today]; given `agents`, a read by any other agent is refused
+    (module docstring)."""
     counted = counted_reads(tx, host)
+    cutoff_day = today - timedelta(days=KEEP_DAYS)
+    refused: dict[str, int] = {}
+    clamped = 0
+    kept_reads: set[tuple[str, str, date]] = set()
+    for fact_id, agent, day in reads:
+        if agents is not None and agent not in agents and agent not in BUILT_IN_READERS:
+            refused[agent] = refused.get(agent, 0) + 1
+            continue
+        bounded = min(max(day, cutoff_day), today)
+        clamped += bounded != day
+        kept_reads.add((fact_id, agent, bounded))
+    if refused:
+        names = sorted(refused)[:10]
+        log.warning("reads.refused", reads=sum(refused.values()), agents=len(refused), names=names)
+    if clamped:
+        log.info("reads.clamped", reads=clamped, today=today.isoformat())
     bumps = 0
-    for fact_id, agent, day in sorted(set(reads), key=lambda read: (read[2], read[1], read[0])):
+    for fact_id, agent, day in sorted(kept_reads, key=lambda read: (read[2], read[1], read[0])):
         key = (day.isoformat(), agent, fact_id)
         if key in counted:
             continue

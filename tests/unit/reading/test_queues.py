@@ -58,8 +58,9 @@ def test_a_memory_becomes_a_marker_line_of_the_agents_transcript(tmp_path: Path)
     assert path == tmp_path / "queue" / "remembered" / "ops-bot" / "2026-03-10.jsonl"
     row = json.loads(path.read_text())
     assert row == {
+        "agent": "Ops Bot",
         "content": "note: Likes tea",
-        "role": "user",
+        "role": "assistant",
         "session_id": "remember-2026-03-10",
         "timestamp": "2026-03-10T09:30:00+00:00",
     }

@@ -6,6 +6,7 @@ import json
 from datetime import date, timedelta
 
 import pytest
+from structlog.testing import capture_logs
 
 from memoryd.errors import CorruptFileError, StoreError
 from memoryd.store.catalog import EntityCatalog
@@ -72,3 +73,33 @@ def test_retract_keeps_the_fact_with_its_reason_and_refuses_twice() -> None:
         fact_file.retract("jane-doe-001", on=DAY, reason="")
     with pytest.raises(StoreError, match="unknown"):
         fact_file.retract("jane-doe-009", on=DAY, reason="")
+
+
+def test_a_read_dated_in_the_future_counts_as_read_today() -> None:
+    tx, book = _book()
+    future = date(2100, 1, 1)
+    with capture_logs() as logs:
+        assert apply_reads(tx, book, "host", [("jane-doe-001", "ops", future)], today=DAY) == 1
+    fact = book.lookup_fact("jane-doe-001")
+    assert fact is not None and fact[1].last_accessed == DAY  # not hot until 2100
+    assert counted_reads(tx, "host") == {(DAY.isoformat(), "ops", "jane-doe-001")}
+    assert any(log["event"] == "reads.clamped" for log in logs)
+    # An old date is counted once, at the oldest day still recorded, not again each heartbeat.
+    old = [("jane-doe-001", "ops", DAY - timedelta(days=40))]
+    assert apply_reads(tx, book, "host", old, today=DAY) == 1
+    assert apply_reads(tx, book, "host", old, today=DAY) == 0
+
+
+def test_reads_by_agents_that_are_not_configured_are_refused_and_counted() -> None:
+    tx, book = _book()
+    invented = [("jane-doe-001", f"agent-{number}", DAY) for number in range(200)]
+    agents = frozenset({"ops"})
+    with capture_logs() as logs:
+        bumps = apply_reads(tx, book, "host", invented, today=DAY, agents=agents)
+    assert bumps == 0
+    fact = book.lookup_fact("jane-doe-001")
+    assert fact is not None and fact[1].access_count == 0
+    refused = [log for log in logs if log["event"] == "reads.refused"]
+    assert refused and refused[0]["reads"] == 200 and refused[0]["agents"] == 200
+    configured = [("jane-doe-001", "ops", DAY), ("jane-doe-001", "cli", DAY)]
+    assert apply_reads(tx, book, "host", configured, today=DAY, agents=agents) == 2
