@@ -1,7 +1,7 @@
 """`memoryd check` over the state database and the budget: what the next job would do about a
-state database that is garbage, another store's, behind or ahead of the store is a warning that
-names the file, nothing is changed, and a per-heartbeat ceiling below one full chunk is a
-warning too."""
+state database that is another store's, behind or ahead of the store is a warning that names the
+file, one that is garbage is a problem (exit 78) with the fix, nothing is changed, and a
+per-heartbeat ceiling below one full chunk is a warning too."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import pytest
 from tests.support.harness import Workspace, turn
 
 from memoryd.cli.check import cmd_check
-from memoryd.errors import EXIT_OK
+from memoryd.errors import EXIT_CONFIG, EXIT_OK
 from memoryd.settings import LoadedConfig, Settings
 from memoryd.state.facade import DATABASE_FILE_NAME
 from memoryd.store.layout import init_store
@@ -34,11 +34,17 @@ def markers(ws: Workspace, **sections: Any) -> Settings:
     return ws.settings("markers", state={"host": HOST}, **sections)
 
 
-def check(settings: Settings, tmp_path: Path, environ: dict[str, str] | None = None) -> str:
+def check(
+    settings: Settings,
+    tmp_path: Path,
+    environ: dict[str, str] | None = None,
+    *,
+    expect: int = EXIT_OK,
+) -> str:
     out = io.StringIO()
     config = LoadedConfig(tmp_path / "memoryd.toml", settings)
     code = cmd_check(argparse.Namespace(online=False), config, environ or {}, out)
-    assert code == EXIT_OK, out.getvalue()
+    assert code == expect, out.getvalue()
     return out.getvalue()
 
 
@@ -64,15 +70,17 @@ def test_a_state_database_in_step_with_the_store_is_no_warning(
     assert text.endswith("configuration OK\n")
 
 
-def test_a_garbage_state_database_is_a_warning_and_is_left_alone(
+def test_a_garbage_state_database_is_a_problem_with_the_fix_and_is_left_alone(
     ws: Workspace, tmp_path: Path
 ) -> None:
     settings = markers(ws)
     database(ws).parent.mkdir(parents=True)
     database(ws).write_bytes(b"this is not a database at all\n" * 100)
-    text = check(settings, tmp_path)
-    assert f"warning: At 'state.path': {database(ws)}" in text
+    text = check(settings, tmp_path, expect=EXIT_CONFIG)
+    assert f"error: At 'state.path': {database(ws)}" in text
     assert "moves it aside and rebuilds the state from the store" in text
+    assert f"mv {database(ws)} {database(ws)}.damaged" in text
+    assert "configuration OK" not in text
     assert database(ws).read_bytes() == b"this is not a database at all\n" * 100
     assert not [p for p in database(ws).parent.iterdir() if ".corrupt-" in p.name]
 

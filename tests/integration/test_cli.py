@@ -31,6 +31,11 @@ def test_check_finds_the_config_through_the_environment(tmp_path: Path) -> None:
     config = write_config(tmp_path)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
+    before_init = memoryd("check", cwd=elsewhere, env={"MEMORYD_CONFIG": str(config)})
+    assert before_init.returncode == EXIT_OK
+    assert "warning: At 'store.path'" in before_init.stdout
+    assert "run `memoryd init` with this configuration first" in before_init.stdout
+    assert memoryd("init", cwd=elsewhere, env={"MEMORYD_CONFIG": str(config)}).returncode == 0
     result = memoryd("check", cwd=elsewhere, env={"MEMORYD_CONFIG": str(config)})
     assert result.returncode == EXIT_OK, result.stdout + result.stderr
     assert "configuration OK" in result.stdout

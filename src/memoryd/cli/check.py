@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TextIO
 
 from memoryd.budget import OUTPUT_TOKENS_GUESS, PROMPT_TOKENS_ALLOWANCE
+from memoryd.daemon.preflight import root_warning, store_not_ready
 from memoryd.daemon.status import STATUS_BUSY_TIMEOUT_MS
 from memoryd.errors import EXIT_CONFIG, EXIT_OK, StoreError
 from memoryd.extractors.extract import InvalidAnswerError
@@ -34,6 +35,7 @@ from memoryd.settings import (
     state_directory,
 )
 from memoryd.sources.access import unreadable_sources
+from memoryd.sources.shapes import shape_problem, unreadable_glob
 from memoryd.state.errors import StateBusyError, StateCorruptError, StateVersionError
 from memoryd.state.facade import DATABASE_FILE_NAME, State
 from memoryd.store.hosts import read_host_record
@@ -59,6 +61,7 @@ def cmd_check(
     _check_state(config, environ, report)
     report.problems.extend(_prompt_problems())
     report.warnings.extend(_unreadable_file_warnings(config))
+    _check_before_start(config, report)
     if args.online:
         report.problems.extend(_online_problems(config, environ, out))
     _print_report(report, config, out)
@@ -227,7 +230,10 @@ def _check_state(config: LoadedConfig, environ: Mapping[str, str], report: Check
             generation = state.meta.get(GENERATION_KEY)
             had_data = binding is None and has_learnt(state)
     except StateCorruptError as error:
-        report.warnings.append(f"At 'state.path': {error}")
+        report.problems.append(
+            f"At 'state.path': {error}; to do it now, move it aside yourself "
+            f"(mv {database} {database}.damaged) or run `memoryd heartbeat` once"
+        )
         return
     except StateVersionError as error:
         report.problems.append(f"At 'state.path': {error}")
@@ -294,3 +300,27 @@ def _state_against_store(
         f"this host's record in the store {verdict.stored}): the next heartbeat or rewrite "
         "rebuilds it from the store"
     ]
+
+
+def _check_before_start(config: LoadedConfig, report: CheckReport) -> None:
+    """What `run` and `heartbeat` refuse or warn about before they start, said here too: a
+    store `memoryd init` has not made yet (a warning here, since `check` comes before `init` in
+    a set-up; `run` and `heartbeat` refuse it with 78), memoryd as root over another user's
+    store, and each source whose shape its format does not read or whose glob cannot be
+    listed (problems)."""
+    settings = config.settings
+    report.warnings.extend(store_not_ready(settings))
+    warning = root_warning(settings)
+    if warning is not None:
+        report.warnings.append(warning)
+    for a, agent in enumerate(settings.agents):
+        for s, source in enumerate(agent.sources):
+            key = f"agents[{a}].sources[{s}].path"
+            problem = shape_problem(source.format, source.path)
+            if problem is not None:
+                report.problems.append(f"At '{key}': {problem}")
+            unreadable = unreadable_glob(source.path)
+            if unreadable is not None:
+                report.problems.append(f"At '{key}': {source.path} is unreadable: {unreadable}")
+                stale = f"At '{key}': nothing matches {source.path} yet"
+                report.warnings[:] = [w for w in report.warnings if w != stale]

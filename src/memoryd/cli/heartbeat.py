@@ -2,7 +2,8 @@
 writer's lock, or what it would send (counted by the endpoint with `--online`).
 
 It exits 78 when the LLM's account, key, model or endpoint cannot be used
-(`HeartbeatReport.exit_code`), 75 when another memoryd holds the lock past the wait.
+(`HeartbeatReport.exit_code`) or the store is not made yet (`memoryd init`), 75 when another
+memoryd holds the lock past the wait.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from collections.abc import Mapping
 from typing import TextIO
 
 from memoryd.cli.progress import TerminalProgress
-from memoryd.errors import EXIT_OK, EXIT_USAGE
+from memoryd.daemon.preflight import store_not_ready, warn_if_root
+from memoryd.errors import EXIT_OK, EXIT_USAGE, ConfigError
 from memoryd.jobs.environment import LOCK_WAIT_SECONDS, Environment
 from memoryd.jobs.heartbeat import dry_run_heartbeat, run_heartbeat
 from memoryd.jobs.lock import single_writer
@@ -38,8 +40,12 @@ def cmd_heartbeat(
         report = dry_run_heartbeat(settings, env, online=args.online)
         print(json.dumps(report, indent=2, sort_keys=True), file=out)
         return EXIT_OK
-    progress = TerminalProgress.for_stream(sys.stderr)  # a backfill by hand shows progress
     with single_writer(state_directory(settings, environ), wait_seconds=lock_wait_seconds):
+        problems = store_not_ready(settings)  # 78 with the fix, not a traceback and exit 1
+        if problems:
+            raise ConfigError(config.path, problems)
+        warn_if_root(settings, sys.stderr)
+        progress = TerminalProgress.for_stream(sys.stderr)  # a backfill by hand shows progress
         try:
             result = run_heartbeat(settings, env, progress=progress)
         finally:

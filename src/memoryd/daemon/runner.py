@@ -8,6 +8,8 @@ fails logs `job.failed` and the daemon carries on. Around the body it
 - takes the single-writer lock without waiting: a job that finds it taken logs
   `<job>.skipped` with the holder's pid (the daemon never exits 75; systemd would restart it in a
   loop);
+- logs a failure of memoryd's own (`MemorydError`: its message says what to do) without a
+  traceback, and anything else with one;
 - records in the `JobTracker` which job runs, since when, when it last made progress and whether
   it is waiting on the LLM, for the watchdog (a stuck job stops the pings) and for shutdown (an
   LLM call in flight may be abandoned; the journal makes that safe).
@@ -24,7 +26,7 @@ from pathlib import Path
 
 import structlog
 
-from memoryd.errors import LockHeldError
+from memoryd.errors import LockHeldError, MemorydError
 from memoryd.jobs.lock import single_writer
 from memoryd.logs import get_logger
 
@@ -134,6 +136,16 @@ class JobRunner:
                 reason="another memoryd holds the lock",
                 holder_pid=error.holder_pid,
                 lock=str(error.lock_path),
+            )
+            return False
+        except MemorydError as error:
+            # One of memoryd's own errors (a store not made yet or taken away, a repository it
+            # must not write to) says what to do in its message: no traceback every heartbeat.
+            log.error(
+                "job.failed",
+                error=str(error),
+                error_type=type(error).__name__,
+                exit_code=error.exit_code,
             )
             return False
         except Exception as error:  # the one broad except (STYLE 5): keeps the daemon alive

@@ -5,6 +5,13 @@ commands. The kernel releases it when the holder dies, however it dies, so a cra
 stale lock behind. The holder writes its pid into the file so that a refused caller can say who
 holds it. `status` never takes the lock.
 
+Two state folders may name one store (two configurations, or a copy of one): each has its own
+lock, so every writing session also takes the store's lock, `<git dir>/memoryd.lock` of the
+repository the store lives in (`store_writer`), always after the state folder's lock, so two
+writers never wait on each other in opposite orders. The daemon also holds
+`<state dir>/memoryd-daemon.lock` for its whole life (`daemon_instance`): a second daemon on one
+configuration is refused, naming the first's pid.
+
 Work that follows a commit but needs no lock (the `index.commands`, the search index) is handed
 to `after_unlock`: it runs once the lock is released, so a slow index tool never holds up the
 next job, and runs at once when no lock is held.
@@ -22,6 +29,7 @@ from pathlib import Path
 from memoryd.errors import LockHeldError
 
 LOCK_NAME = "memoryd.lock"
+DAEMON_LOCK_NAME = "memoryd-daemon.lock"
 # The callbacks to run when this context's lock is released; None when it holds no lock.
 _AFTER_UNLOCK: ContextVar[list[Callable[[], None]] | None] = ContextVar(
     "memoryd_after_unlock", default=None
@@ -61,23 +69,87 @@ def single_writer(
     """
     state_dir.mkdir(parents=True, exist_ok=True)
     path = state_dir / LOCK_NAME
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     pending: list[Callable[[], None]] = []
-    try:
-        _acquire(fd, path, wait_seconds, sleep, poll_seconds)
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode("ascii"))
+    with held_lock(path, wait_seconds=wait_seconds, sleep=sleep, poll_seconds=poll_seconds):
         token = _AFTER_UNLOCK.set(pending)
         try:
             yield path
         finally:
             _AFTER_UNLOCK.reset(token)
+    for callback in pending:
+        callback()
+
+
+@contextlib.contextmanager
+def held_lock(
+    path: Path,
+    *,
+    wait_seconds: float = 0.0,
+    sleep: Callable[[float], None] | None = None,
+    poll_seconds: float = 0.2,
+) -> Iterator[Path]:
+    """Hold an exclusive `flock` on `path` (created if missing) for the block, with this pid
+    written in it; wait up to `wait_seconds`, then raise LockHeldError naming the holder."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+    try:
+        _acquire(fd, path, wait_seconds, sleep, poll_seconds)
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode("ascii"))
+        try:
+            yield path
+        finally:
             os.ftruncate(fd, 0)
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
-    for callback in pending:
-        callback()
+
+
+def store_lock_path(store: Path) -> Path | None:
+    """Where the store-level lock lives: `memoryd.lock` in the git directory of the repository
+    the store is in (a `.git` folder, or the folder a `.git` file names, as a linked work tree
+    has); None when the store is in no repository yet (`memoryd init` has not run)."""
+    for folder in (store, *store.parents):
+        dotgit = folder / ".git"
+        if dotgit.is_dir() and not dotgit.is_symlink():
+            return dotgit / LOCK_NAME
+        if dotgit.is_file():
+            try:
+                text = dotgit.read_text(encoding="utf-8", errors="replace").strip()
+            except OSError:
+                return None
+            if not text.startswith("gitdir:"):
+                return None
+            target = Path(text.removeprefix("gitdir:").strip())
+            target = target if target.is_absolute() else folder / target
+            return target / LOCK_NAME if target.is_dir() else None
+    return None
+
+
+@contextlib.contextmanager
+def store_writer(
+    store: Path,
+    *,
+    wait_seconds: float = 0.0,
+    sleep: Callable[[float], None] | None = None,
+    poll_seconds: float = 0.2,
+) -> Iterator[Path | None]:
+    """Hold the store-level lock (`store_lock_path`) for the block; take it after the state
+    folder's lock. A store in no repository yet is not locked (the job will refuse it)."""
+    path = store_lock_path(store)
+    if path is None:
+        yield None
+        return
+    with held_lock(path, wait_seconds=wait_seconds, sleep=sleep, poll_seconds=poll_seconds):
+        yield path
+
+
+@contextlib.contextmanager
+def daemon_instance(state_dir: Path) -> Iterator[Path]:
+    """Hold the daemon's lock on this state folder for its life; raise LockHeldError naming
+    the running daemon's pid at once when another daemon holds it."""
+    state_dir.mkdir(parents=True, exist_ok=True)
+    with held_lock(state_dir / DAEMON_LOCK_NAME) as path:
+        yield path
 
 
 def _acquire(

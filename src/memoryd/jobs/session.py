@@ -2,8 +2,11 @@
 
 A heartbeat, a rewrite, a rewrite batch collected, `forget`, `supersede` and `review
 accept|reject` all write the store the same way, so they share this one sequence instead of each
-keeping a copy that drifts. The caller holds the single-writer lock. In order:
+keeping a copy that drifts. The caller holds the single-writer lock of its state folder. In order:
 
+0. take the store-level lock (`memoryd.jobs.lock.store_writer`), so that a memoryd with another
+   state folder on the same store waits or is refused as a second writer is (the daemon does not
+   wait: its job is skipped; a one-shot waits `LOCK_WAIT_SECONDS`, then exits 75);
 1. settle the repository and refuse one memoryd must not write to (`memoryd.jobs.hooks`);
 2. check the store (and migrate an older format);
 3. open the state database, bring it in step with the store and finish whatever a killed job
@@ -30,7 +33,8 @@ from dataclasses import dataclass, field
 
 from memoryd.gitrepo import GitStore
 from memoryd.jobs import hooks
-from memoryd.jobs.environment import Environment, host_name, open_state
+from memoryd.jobs.environment import LOCK_WAIT_SECONDS, Environment, host_name, open_state
+from memoryd.jobs.lock import store_writer
 from memoryd.jobs.parts import git_store, prepare_store
 from memoryd.jobs.reconcile import reconcile_state
 from memoryd.settings import Settings, state_directory
@@ -67,26 +71,28 @@ def writing_session(
     """Run the body as one writing session (see the module docstring). Without `sweep`, the
     store is not walked for leftover temporary files (a heartbeat's foreign-edits step removes
     the ones git lists). If the body raises, nothing after it runs."""
-    git = git_store(settings, env.clock)
-    if settle:
-        hooks.before_writing(settings, git, pull=False)
-    prepare_store(git, dry_run=False, sweep=sweep)
-    with open_state(settings, env, discard_corrupt=True) as state:
-        reconcile_state(state, git, host_name(settings, env), env.clock())
+    wait = 0.0 if env.long_lived else LOCK_WAIT_SECONDS
+    with store_writer(settings.store.path, wait_seconds=wait):
+        git = git_store(settings, env.clock)
         if settle:
-            hooks.pull_after_recovery(settings, git)
-            prepare_store(git, dry_run=True)
-        session = WritingSession(git, state)
-        yield session
-    if session.abandoned:
-        return
-    session.sync_problem = hooks.after_commit(
-        settings,
-        git,
-        committed=session.committed,
-        state_dir=state_directory(settings, env.environ),
-        now=env.clock(),
-    )
+            hooks.before_writing(settings, git, pull=False)
+        prepare_store(git, dry_run=False, sweep=sweep)
+        with open_state(settings, env, discard_corrupt=True) as state:
+            reconcile_state(state, git, host_name(settings, env), env.clock())
+            if settle:
+                hooks.pull_after_recovery(settings, git)
+                prepare_store(git, dry_run=True)
+            session = WritingSession(git, state)
+            yield session
+        if session.abandoned:
+            return
+        session.sync_problem = hooks.after_commit(
+            settings,
+            git,
+            committed=session.committed,
+            state_dir=state_directory(settings, env.environ),
+            now=env.clock(),
+        )
     if session.committed:
         from memoryd.jobs.reading import refresh_search_after_commit  # noqa: PLC0415 - see the top
 

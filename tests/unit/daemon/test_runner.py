@@ -12,6 +12,7 @@ import structlog
 from structlog.testing import capture_logs
 
 from memoryd.daemon.runner import JobRunner, JobTracker
+from memoryd.errors import EXIT_CONFIG, IgnoredStoreError
 
 
 class FakeMonotonic:
@@ -68,6 +69,28 @@ def test_a_failing_job_is_logged_and_the_runner_carries_on(tmp_path: Path) -> No
     assert logs[-1]["error_type"] == "RuntimeError"
     assert tracker.snapshot().job is None
     assert runner.run("rewrite", lambda _run_id: None)  # the lock was released
+
+
+def test_memoryds_own_error_is_logged_without_a_traceback_and_others_with_one(
+    tmp_path: Path,
+) -> None:
+    runner = JobRunner(JobTracker(FakeMonotonic()), lambda: tmp_path)
+
+    def store_gone(_run_id: str) -> None:
+        raise IgnoredStoreError(tmp_path / "store", tmp_path, "store/", ".gitignore:1")
+
+    def broken(_run_id: str) -> None:
+        raise RuntimeError("disk on fire")
+
+    with capture_logs() as logs:
+        assert not runner.run("heartbeat", store_gone)
+        assert not runner.run("heartbeat", broken)
+    own, other = logs[-2], logs[-1]
+    assert own["event"] == other["event"] == "job.failed"
+    assert own["error_type"] == "IgnoredStoreError"
+    assert own["exit_code"] == EXIT_CONFIG
+    assert "exc_info" not in own
+    assert isinstance(other["exc_info"], RuntimeError)
 
 
 def test_a_job_that_finds_the_lock_taken_is_skipped_naming_the_holder(tmp_path: Path) -> None:
