@@ -112,6 +112,8 @@ class Daemon:
         except subprocess.TimeoutExpired:
             raise AssertionError("no exit after SIGTERM:\n" + "\n".join(self.lines)) from None
         self._reader.join(5)
+        if code != 0:
+            print("\n".join(self.lines))  # the daemon's log, in the failure report
         return code
 
     def kill(self) -> None:
