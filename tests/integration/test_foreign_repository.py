@@ -66,6 +66,8 @@ def test_a_repository_of_another_user_is_refused_before_any_git(
         assert result.returncode == EXIT_CONFIG, (command, result.stdout, result.stderr)
         assert "belongs to user id" in result.stderr and "chown" in result.stderr
         assert "store.foreign_owner" in _events(result.stderr)
+    status = memoryd(tmp_path, "status")
+    assert status.returncode == EXIT_CONFIG and "belongs to user id" in status.stdout
     assert not marker.exists()
     git_dir = tmp_path / ("outer" if inside else "store") / ".git"
     assert not (git_dir / "refs" / "heads" / "main").exists()  # nothing committed

@@ -381,8 +381,7 @@ class GitStore:
         if work_tree is None:
             raise GitError(f"{self.store_root} is inside a bare repository")
         work_tree, git_dir = work_tree.resolve(), git_dir.resolve()
-        # Before any git command: git would run another user's filters as memoryd's user.
-        check_owned((work_tree, git_dir, self.store_root))
+        check_owned((work_tree, git_dir, self.store_root))  # before any git command
         # Computed once per operation, as the commit dates are (one clock reading).
         yield Session(
             self.store_root,

@@ -36,7 +36,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from memoryd.budget import PROMPT_TOKENS_ALLOWANCE, Budget
-from memoryd.errors import ConcurrentEditError
+from memoryd.errors import ConcurrentEditError, PathEscapeError
 from memoryd.extractors.chunking import Chunk
 from memoryd.extractors.intake import (
     Cleaner,
@@ -58,7 +58,7 @@ from memoryd.llm.prices import PriceTable
 from memoryd.logs import get_logger
 from memoryd.state.facade import State
 from memoryd.store.hosts import record_generation, record_path
-from memoryd.worktree import UnitOfWork
+from memoryd.worktree import UnitOfWork, set_aside_hostile
 
 if TYPE_CHECKING:
     from memoryd.extractors.extract import Extractor
@@ -185,9 +185,14 @@ class Heartbeat:
                 )
                 self.reads_filed = True
                 break
-            except ConcurrentEditError as error:
-                # Someone edited a file between our read and our write: re-read and re-apply
-                # (answers are reused from the journal, so this costs no model calls).
+            except (ConcurrentEditError, PathEscapeError) as error:
+                # Someone edited a file between our read and our write, or planted a link or a
+                # FIFO on the way to one (set aside, out of the store, or else the error stands):
+                # re-read and re-apply (answers are reused from the journal: no model calls).
+                if isinstance(error, PathEscapeError) and not set_aside_hostile(
+                    self.git, error.path
+                ):
+                    raise
                 log.warning("heartbeat.replanned", path=str(error.path), attempt=attempt + 1)
                 again = UnitOfWork(self.git).commit_foreign_edits(self.scan_secrets)
                 self._foreign_paths += [*again.committed, *(w.path for w in again.withheld)]

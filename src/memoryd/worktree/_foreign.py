@@ -33,6 +33,7 @@ import structlog
 
 from memoryd.gitrepo import GitStore
 from memoryd.worktree._digest import ABSENT, disk_digest, is_temporary, read_bytes_nofollow
+from memoryd.worktree._hostile import set_aside_hostile
 from memoryd.worktree._paths import StorePaths
 
 log = structlog.get_logger("memoryd.store.foreign")  # the name its events always had
@@ -83,6 +84,8 @@ def commit_foreign_edits(
     for key in sorted({*status.modified, *status.untracked, *status.deleted}):
         if is_temporary(PurePosixPath(key).name):
             continue
+        if set_aside_hostile(git, key) and key in status.untracked:
+            continue  # a planted link or FIFO: moved out of the store, nothing to commit
         path = git.store_root / key
         digest = disk_digest(path)
         reasons = () if digest == ABSENT else _scan(path, scanner, max_bytes)
