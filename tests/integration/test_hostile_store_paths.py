@@ -99,3 +99,21 @@ def test_a_planted_entry_is_set_aside_and_the_rest_is_filed(
     # The next heartbeat has nothing to set aside.
     again = memoryd(filed, "heartbeat")
     assert again.returncode == EXIT_OK and "store.path_set_aside" not in again.stderr
+
+
+def test_a_fifo_git_does_not_list_is_set_aside_when_a_write_meets_it(tmp_path: Path) -> None:
+    # Git lists no FIFO that is not tracked: the foreign-edits step cannot see this one, the
+    # write of today's note meets it (a read that never blocks), and the heartbeat re-plans.
+    write_config(tmp_path)
+    write_transcript(tmp_path)
+    assert memoryd(tmp_path, "init").returncode == EXIT_OK
+    note = tmp_path / "store" / "memory" / f"{today_at(0)[:10]}.md"
+    os.mkfifo(note)
+    result = memoryd(tmp_path, "heartbeat")
+    assert result.returncode == EXIT_OK, result.stderr
+    events = [json.loads(line) for line in result.stderr.splitlines() if line.startswith("{")]
+    names = [event["event"] for event in events]
+    assert "store.path_set_aside" in names and "heartbeat.replanned" in names
+    assert note.is_file() and "Met Jane about the launch" in note.read_text(encoding="utf-8")
+    assert git(tmp_path, "status", "--porcelain") == ""
+    assert memoryd(tmp_path, "status").returncode == EXIT_CONFIG

@@ -9,7 +9,11 @@ are written; `StorePaths` and `slugify` are the only way a name becomes a path i
 from __future__ import annotations
 
 from memoryd.worktree._atomic import atomic_write_bytes, atomic_write_text, sweep_temporaries
-from memoryd.worktree._hostile import set_aside_hostile, set_aside_listing
+from memoryd.worktree._hostile import (
+    meets_hostile_entry,
+    set_aside_hostile,
+    set_aside_listing,
+)
 from memoryd.worktree._paths import MAX_SLUG_LENGTH, StorePaths, slugify
 from memoryd.worktree._transaction import FileTransaction
 from memoryd.worktree._unit import RUN_TRAILER, PlannedWrite, UnitOfWork, undo_own_writes
@@ -23,6 +27,7 @@ __all__ = [
     "UnitOfWork",
     "atomic_write_bytes",
     "atomic_write_text",
+    "meets_hostile_entry",
     "set_aside_hostile",
     "set_aside_listing",
     "slugify",

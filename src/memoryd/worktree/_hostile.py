@@ -19,6 +19,7 @@ from pathlib import Path, PurePosixPath
 
 import structlog
 
+from memoryd.errors import PathEscapeError
 from memoryd.gitrepo import GitStore
 
 log = structlog.get_logger("memoryd.store.unit")
@@ -110,3 +111,15 @@ def set_aside_listing(git: GitStore) -> list[str]:
     """What was set aside in the store's repository and not yet cleared by the operator."""
     _work_tree, git_dir, _prefix = git.locations()
     return set_aside_entries(git_dir)
+
+
+def meets_hostile_entry(error: PathEscapeError) -> bool:
+    """Whether `error` was raised by a hostile entry on disk (a link or FIFO to set aside),
+    rather than by a path that is wrong in itself."""
+    root, path = Path(error.root), Path(error.path)
+    if path.is_absolute():
+        try:
+            path = path.relative_to(root)
+        except ValueError:
+            return False
+    return hostile_entry(root, path.as_posix()) is not None
