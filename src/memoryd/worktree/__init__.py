@@ -3,7 +3,9 @@
 `UnitOfWork` stages a job's changes, applies them atomically and commits them in one git commit
 (undoing its own writes if a later step fails); `FileTransaction` is the interface the store's
 modules read and change files through; the atomic-write helpers are the one place file contents
-are written; `StorePaths` and `slugify` are the only way a name becomes a path inside the store.
+are written; `StorePaths` and `slugify` are the only way a name becomes a path inside the store;
+a link, FIFO or device found in the store is set aside out of it (`set_aside_hostile`), never
+followed, so that one planted entry does not stop every job.
 """
 
 from __future__ import annotations
