@@ -117,3 +117,21 @@ def test_a_fifo_git_does_not_list_is_set_aside_when_a_write_meets_it(tmp_path: P
     assert note.is_file() and "Met Jane about the launch" in note.read_text(encoding="utf-8")
     assert git(tmp_path, "status", "--porcelain") == ""
     assert memoryd(tmp_path, "status").returncode == EXIT_CONFIG
+
+
+def test_a_link_in_place_of_an_entity_folder_loses_none_of_its_facts(filed: Path) -> None:
+    store = filed / "store"
+    outside = filed / "elsewhere"
+    outside.mkdir()
+    (store / JANE).rename(filed / "moved-away")
+    os.symlink(outside, store / JANE)
+    _more_to_file(filed)
+    result = memoryd(filed, "heartbeat")
+    assert result.returncode == EXIT_OK, result.stderr
+    assert "store.path_set_aside" in result.stderr
+    assert not os.path.islink(store / JANE) and os.listdir(outside) == []
+    facts = json.loads((store / JANE / "items.json").read_text(encoding="utf-8"))
+    texts = [fact["fact"] for fact in facts]
+    assert "Joined Acme as CTO" in texts and "Drinks green tea" in texts
+    assert git(filed, "status", "--porcelain") == ""
+    assert "items.json" in git(filed, "ls-tree", "-r", "--name-only", "HEAD", JANE)

@@ -81,11 +81,22 @@ def commit_foreign_edits(
     # memoryd's own temporary files that an interrupted write left are removed here, from the
     # status already at hand: a cost in what changed, where a sweep of the store grows with it.
     swept = _sweep(git.store_root, status.untracked)
-    for key in sorted({*status.modified, *status.untracked, *status.deleted}):
-        if is_temporary(PurePosixPath(key).name):
+    changed = sorted({*status.modified, *status.untracked, *status.deleted})
+    # A planted link or FIFO is moved out of the store first, never committed; the tracked files
+    # it stood in for (a link in place of an entity's folder) are put back as HEAD has them.
+    aside = [key for key in changed if set_aside_hostile(git, key)]
+    hidden = [
+        key
+        for key in status.deleted
+        if key not in aside and any(key.startswith(f"{entry}/") for entry in aside)
+    ]
+    if hidden:
+        git.restore(hidden)
+    for key in changed:
+        if is_temporary(PurePosixPath(key).name) or key in hidden:
             continue
-        if set_aside_hostile(git, key) and key in status.untracked:
-            continue  # a planted link or FIFO: moved out of the store, nothing to commit
+        if key in aside and key in status.untracked:
+            continue
         path = git.store_root / key
         digest = disk_digest(path)
         reasons = () if digest == ABSENT else _scan(path, scanner, max_bytes)
