@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any, TextIO
 
 from memoryd.daemon.status import collect_status, render_status
-from memoryd.errors import EXIT_CONFIG, EXIT_OK
+from memoryd.errors import EXIT_CONFIG, EXIT_OK, MemorydError
 from memoryd.jobs.environment import LOCK_WAIT_SECONDS, Environment, open_state
 from memoryd.jobs.lock import single_writer
 from memoryd.logs import get_logger
@@ -30,14 +30,41 @@ def cmd_status(
     report = collect_status(config.settings, Environment.live(environ))
     unreadable = _unreadable_files(config)
     report["unreadable_files"] = unreadable
+    store_problems = _store_problems(config, environ)
+    report["store_problems"] = store_problems
     if args.json:
         out.write(json.dumps(report, indent=2, sort_keys=True) + "\n")
     else:
         out.write(render_status(report))
         out.writelines(f"UNREADABLE FILES: {item['fix']}\n" for item in unreadable)
+        out.writelines(f"STORE: {line}\n" for line in store_problems)
     # A transcript memoryd cannot read is never filed: the operator must act, as for an
-    # unreadable source path.
-    return EXIT_CONFIG if unreadable else EXIT_OK
+    # unreadable source path; so must they for a store refused or with entries set aside.
+    return EXIT_CONFIG if unreadable or store_problems else EXIT_OK
+
+
+def _store_problems(config: LoadedConfig, environ: Mapping[str, str]) -> list[str]:
+    """What the operator must fix in the store: a repository memoryd refuses (another user's),
+    and the hostile entries (links, FIFOs) set aside out of it (`memoryd.worktree`)."""
+    from memoryd.gitrepo import ForeignRepositoryError  # noqa: PLC0415
+    from memoryd.jobs.parts import git_store  # noqa: PLC0415
+    from memoryd.worktree import set_aside_listing  # noqa: PLC0415
+
+    git = git_store(config.settings, Environment.live(environ).clock)
+    try:
+        entries = set_aside_listing(git)
+    except ForeignRepositoryError as error:
+        return [str(error)]
+    except MemorydError:
+        return []  # no store yet: the report says so
+    if not entries:
+        return []
+    _work_tree, git_dir, _prefix = git.locations()
+    folder = git_dir / "memoryd" / "set-aside"
+    return [
+        f"{len(entries)} link(s) or special file(s) planted in the store were set aside "
+        f"({', '.join(entries[:5])}) in {folder}; look at them, then remove that folder"
+    ]
 
 
 def _unreadable_files(config: LoadedConfig) -> list[dict[str, Any]]:

@@ -22,7 +22,7 @@ from datetime import date, time
 from pathlib import Path
 from typing import Any, ParamSpec, Protocol
 
-from memoryd.errors import StoreError
+from memoryd.errors import PathEscapeError, StoreError
 from memoryd.extractors.chunking import Chunk
 from memoryd.extractors.contract import EntityIn, FactIn, RecordMemories, TimelineIn
 from memoryd.extractors.counters import ApplyCounters as ApplyCounters  # noqa: PLC0414 - re-exported
@@ -34,7 +34,7 @@ from memoryd.store.facts import FactBook, FactDraft
 from memoryd.store.items import FactSource
 from memoryd.store.notes import PendingNote, TimelineEntry, add_pending_facts, add_timeline
 from memoryd.store.text import words
-from memoryd.worktree import FileTransaction
+from memoryd.worktree import FileTransaction, meets_hostile_entry
 
 log = get_logger(__name__)
 
@@ -339,10 +339,14 @@ class _Applier:
     def guarded(
         self, what: str, body: Callable[P, object], *args: P.args, **kwargs: P.kwargs
     ) -> None:
-        """File one item; a StoreError skips just that item, logged with why."""
+        """File one item; a StoreError skips just that item, logged with why. A link or FIFO
+        planted in the store is not the item's fault: its error goes up to the heartbeat, which
+        sets the entry aside and files the item again."""
         try:
             body(*args, **kwargs)
         except StoreError as error:
+            if isinstance(error, PathEscapeError) and meets_hostile_entry(error):
+                raise
             self.counters.items_skipped += 1
             log.warning(
                 "answer.item_skipped",

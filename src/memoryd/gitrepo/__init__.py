@@ -10,6 +10,7 @@ run no git.
 
 from __future__ import annotations
 
+from memoryd.gitrepo._ownership import ForeignRepositoryError
 from memoryd.gitrepo._repository import GitIdentity, GitStore
 from memoryd.gitrepo._support import blob_name
 from memoryd.gitrepo._tree import (
@@ -31,6 +32,7 @@ from memoryd.gitrepo._tree import (
 __all__ = [
     "MARKER_NAME",
     "Entry",
+    "ForeignRepositoryError",
     "GitIdentity",
     "GitStore",
     "Tree",

@@ -50,11 +50,17 @@ FORCED_CONFIG: tuple[tuple[str, str], ...] = (
 
 
 def git_environment(
-    identity: GitIdentity, stamp: str, git_dir: Path, work_tree: Path
+    identity: GitIdentity,
+    stamp: str,
+    git_dir: Path,
+    work_tree: Path,
+    extra_config: Sequence[tuple[str, str]] = (),
 ) -> dict[str, str]:
     """The variables every git command of one operation runs with: the repository named
     explicitly, no prompt, literal pathspecs, memoryd's identity with `stamp` as the author and
-    committer date (empty: git's own clock, still masking inherited values), FORCED_CONFIG."""
+    committer date (empty: git's own clock, still masking inherited values), FORCED_CONFIG and
+    `extra_config` (the drivers switched off, `memoryd.gitrepo._ownership`)."""
+    forced = (*FORCED_CONFIG, *extra_config)
     environment = {
         "GIT_DIR": str(git_dir),
         "GIT_WORK_TREE": str(work_tree),
@@ -67,9 +73,9 @@ def git_environment(
         "GIT_COMMITTER_NAME": identity.name,
         "GIT_COMMITTER_EMAIL": identity.email,
         "GIT_COMMITTER_DATE": stamp,
-        "GIT_CONFIG_COUNT": str(len(FORCED_CONFIG)),
+        "GIT_CONFIG_COUNT": str(len(forced)),
     }
-    for index, (key, value) in enumerate(FORCED_CONFIG):
+    for index, (key, value) in enumerate(forced):
         environment[f"GIT_CONFIG_KEY_{index}"] = key
         environment[f"GIT_CONFIG_VALUE_{index}"] = value
     return environment

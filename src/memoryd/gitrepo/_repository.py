@@ -25,6 +25,8 @@ Invariants:
 - the repository location is passed explicitly (`GIT_DIR`, `GIT_WORK_TREE`, `GIT_INDEX_FILE`), so
   inherited variables cannot point git at another repository; git never prompts; hooks and
   commit signing are switched off through `GIT_CONFIG_*` (a daemon has no one to answer them);
+- git runs only in a repository memoryd's user owns (`memoryd.gitrepo._ownership`), with every
+  filter, diff and merge driver the configuration names switched off;
 - a commit with nothing in it is never made (`commit` returns None);
 - a store folder inside a larger repository that ignores it is refused (IgnoredStoreError) by
   `init` and `commit`: memoryd force-adds the files it names, so that files inside the store
@@ -38,6 +40,7 @@ A stale `index.lock` left by a crashed git is handled before every index write; 
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -50,6 +53,7 @@ import structlog
 from memoryd.errors import GitBusyError, GitError
 from memoryd.gitrepo._changes import commit_paths, read_status, restore_paths
 from memoryd.gitrepo._lock import LockPolicy
+from memoryd.gitrepo._ownership import check_owned, config_files, driver_overrides
 from memoryd.gitrepo._process import error_detail, git_environment, run_git
 from memoryd.gitrepo._session import Session
 from memoryd.gitrepo._support import (
@@ -131,6 +135,7 @@ class GitStore:
         if self.work_tree_root() is not None:
             self.check_not_ignored()
             return False
+        check_owned((self.store_root,))
         self.store_root.mkdir(parents=True, exist_ok=True)
         git_dir = self.store_root / ".git"
         env = self._environment(git_dir, self.store_root)
@@ -376,6 +381,7 @@ class GitStore:
         if work_tree is None:
             raise GitError(f"{self.store_root} is inside a bare repository")
         work_tree, git_dir = work_tree.resolve(), git_dir.resolve()
+        check_owned((work_tree, git_dir, self.store_root))  # before any git command
         # Computed once per operation, as the commit dates are (one clock reading).
         yield Session(
             self.store_root,
@@ -389,4 +395,5 @@ class GitStore:
     def _environment(self, git_dir: Path, work_tree: Path) -> dict[str, str]:
         # Without a clock git stamps the time itself; an empty value still masks inherited ones.
         stamp = "" if self._clock is None else f"@{int(self._clock().timestamp())} +0000"
-        return git_environment(self.identity, stamp, git_dir, work_tree)
+        drivers = driver_overrides(config_files(git_dir, os.environ))
+        return git_environment(self.identity, stamp, git_dir, work_tree, drivers)

@@ -36,7 +36,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from memoryd.budget import PROMPT_TOKENS_ALLOWANCE, Budget
-from memoryd.errors import ConcurrentEditError
+from memoryd.errors import ConcurrentEditError, PathEscapeError
 from memoryd.extractors.chunking import Chunk
 from memoryd.extractors.intake import (
     Cleaner,
@@ -58,7 +58,7 @@ from memoryd.llm.prices import PriceTable
 from memoryd.logs import get_logger
 from memoryd.state.facade import State
 from memoryd.store.hosts import record_generation, record_path
-from memoryd.worktree import UnitOfWork
+from memoryd.worktree import UnitOfWork, set_aside_hostile
 
 if TYPE_CHECKING:
     from memoryd.extractors.extract import Extractor
@@ -71,6 +71,7 @@ __all__ = ["Heartbeat", "HeartbeatOptions", "HeartbeatReport", "Source"]
 
 # Attempts at filing a heartbeat's answers while others keep editing the store under it.
 MAX_REPLANS = 3
+MAX_SET_ASIDE = 50  # hostile entries set aside by one heartbeat's writes
 
 
 class Heartbeat:
@@ -178,25 +179,37 @@ class Heartbeat:
         return generation == int(self.state.meta.get(GENERATION_KEY) or 0)
 
     def _process_replanning(self, book: RunBook, chunks: list[Chunk], read: Intake) -> None:
-        for attempt in range(MAX_REPLANS):
+        # A planted link or FIFO set aside costs a re-plan too, but not one of the MAX_REPLANS
+        # kept for edits racing ours: each entry is set aside once, so they are bounded apart.
+        attempt = set_aside = 0
+        while attempt < MAX_REPLANS:
             try:
                 self.committed_paths += processing.process(
-                    book, self._store_work(), chunks, read, replay=attempt > 0
+                    book, self._store_work(), chunks, read, replay=attempt + set_aside > 0
                 )
-                self.reads_filed = True
-                break
-            except ConcurrentEditError as error:
-                # Someone edited a file between our read and our write: re-read and re-apply
-                # (answers are reused from the journal, so this costs no model calls).
-                log.warning("heartbeat.replanned", path=str(error.path), attempt=attempt + 1)
+            except (ConcurrentEditError, PathEscapeError) as error:
+                # Someone edited a file between our read and our write, or planted a link or a
+                # FIFO on the way to one (set aside, out of the store, or else the error stands):
+                # re-read and re-apply (answers are reused from the journal: no model calls).
+                if isinstance(error, ConcurrentEditError):
+                    attempt += 1
+                elif set_aside < MAX_SET_ASIDE and set_aside_hostile(self.git, error.path):
+                    set_aside += 1
+                else:
+                    raise
+                log.warning(
+                    "heartbeat.replanned", path=str(error.path), attempt=attempt + set_aside
+                )
                 again = UnitOfWork(self.git).commit_foreign_edits(self.scan_secrets)
                 self._foreign_paths += [*again.committed, *(w.path for w in again.withheld)]
                 self._withheld = {w.path for w in again.withheld}
                 self.committed_paths += again.committed
-        else:
-            # The store kept changing under us: nothing of this heartbeat was written; its
-            # answers are journalled, so the next heartbeat files them without calling the model.
-            book.stop("the store kept changing while memoryd wrote to it")
+            else:
+                self.reads_filed = True
+                return
+        # The store kept changing under us: nothing of this heartbeat was written; its
+        # answers are journalled, so the next heartbeat files them without calling the model.
+        book.stop("the store kept changing while memoryd wrote to it")
 
     def _store_work(self) -> StoreWork:
         return StoreWork(

@@ -11,6 +11,11 @@ are refreshed, and everything goes into one commit under the single-writer lock,
 store shared by several hosts the command pulls before writing, gives the new fact an id in this
 host's range and pushes after its commit, as a heartbeat does (`memoryd.jobs.session`); a push
 failing `git.push_failure_limit` jobs in a row makes it exit 1.
+
+TEXT and the reason are the user's words typed at a prompt, so they pass the redactor (with
+`cleaning.extra_patterns`) before anything is written, logged or committed: a secret in a
+correction is filed as its `[REDACTED:<kind>]` marker, exactly like one in a transcript, and the
+entity's files are never held out of later commits for it.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from memoryd.jobs.reading import today_for
 from memoryd.jobs.session import writing_session
 from memoryd.jobs.writing import host_code
 from memoryd.logs import get_logger
+from memoryd.redaction import redact
 from memoryd.settings import LoadedConfig, state_directory
 from memoryd.store.catalog import EntityCatalog
 from memoryd.store.facts import FactBook, FactDraft, FactFile
@@ -55,6 +61,9 @@ def correct(
     """Retract `fact_id` (`text` None) or supersede it by `text`; print what was done. A job
     holding the lock is waited for up to `lock_wait_seconds`."""
     settings = config.settings
+    patterns = tuple(settings.cleaning.extra_patterns)
+    reason = redact(reason, patterns)
+    text = None if text is None else redact(text, patterns)
     env = Environment.live(environ)
     run_id = uuid.uuid4().hex[:16]
     today = today_for(settings, env)

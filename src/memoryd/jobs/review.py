@@ -21,6 +21,7 @@ from memoryd.jobs.environment import Environment
 from memoryd.jobs.parts import git_store, make_scanner
 from memoryd.jobs.session import writing_session
 from memoryd.logs import get_logger
+from memoryd.redaction import redact
 from memoryd.settings import Settings
 from memoryd.store.review import ReviewItem, decide, list_items
 from memoryd.worktree import UnitOfWork
@@ -46,8 +47,11 @@ def decide_item(
         uow = UnitOfWork(session.git)
         today = _local_day(env.clock(), settings)
         item = decide(uow, item_id, "accepted" if decision == "accept" else "rejected", today)
+        # The text was redacted when it was held, but the queue is a store file anyone can
+        # edit: it passes the redactor again before it is filed or written in a commit message.
+        text = redact(item.text, tuple(settings.cleaning.extra_patterns))
         if decision == "accept":
-            tip = Tip(item.kind, item.agent, item.text, topic=item.topic, routine=item.routine)
+            tip = Tip(item.kind, item.agent, text, topic=item.topic, routine=item.routine)
             file_now(
                 uow,
                 tip,
@@ -59,7 +63,7 @@ def decide_item(
         message = (
             f"review: {decision} {item.id}, {what}\n\n"
             f"Held for: {', '.join(sorted(item.reasons))}\n"
-            f"Text: {item.text}\n"
+            f"Text: {text}\n"
         )
         commit = uow.apply_and_commit(
             message, {REVIEW_TRAILER: f"{decision} {item.id}"}, scanner=make_scanner(settings)

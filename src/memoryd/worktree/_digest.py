@@ -10,7 +10,7 @@ import stat
 from pathlib import Path
 from typing import NamedTuple
 
-from memoryd.errors import StoreError
+from memoryd.errors import PathEscapeError, StoreError
 from memoryd.worktree._atomic import TEMP_SUFFIX
 
 # The digest recorded for a path with no file: a read that found nothing, or a planned removal.
@@ -39,14 +39,22 @@ def disk_digest(path: Path) -> str:
 
 
 def read_bytes_nofollow(path: Path) -> bytes:
-    """Read a regular file; raise StoreError if the last component is a symlink."""
+    """Read a regular file; raise StoreError if the last component is a symlink, and
+    PathEscapeError (never blocking) if it is a FIFO, a socket or a device."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError as error:
         if error.errno == errno.ELOOP:
             raise StoreError(f"{path} is a symlink; memoryd does not follow links") from error
+        if error.errno == errno.ENXIO:  # a socket
+            raise PathEscapeError(path, path.parent) from error
         raise
     with os.fdopen(fd, "rb") as handle:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, "Is a directory", str(path))
+        if not stat.S_ISREG(mode):
+            raise PathEscapeError(path, path.parent)
         return handle.read()
 
 

@@ -33,6 +33,7 @@ import structlog
 
 from memoryd.gitrepo import GitStore
 from memoryd.worktree._digest import ABSENT, disk_digest, is_temporary, read_bytes_nofollow
+from memoryd.worktree._hostile import set_aside_hostile
 from memoryd.worktree._paths import StorePaths
 
 log = structlog.get_logger("memoryd.store.foreign")  # the name its events always had
@@ -80,8 +81,21 @@ def commit_foreign_edits(
     # memoryd's own temporary files that an interrupted write left are removed here, from the
     # status already at hand: a cost in what changed, where a sweep of the store grows with it.
     swept = _sweep(git.store_root, status.untracked)
-    for key in sorted({*status.modified, *status.untracked, *status.deleted}):
-        if is_temporary(PurePosixPath(key).name):
+    changed = sorted({*status.modified, *status.untracked, *status.deleted})
+    # A planted link or FIFO is moved out of the store first, never committed; the tracked files
+    # it stood in for (a link in place of an entity's folder) are put back as HEAD has them.
+    aside = [key for key in changed if set_aside_hostile(git, key)]
+    hidden = [
+        key
+        for key in status.deleted
+        if key not in aside and any(key.startswith(f"{entry}/") for entry in aside)
+    ]
+    if hidden:
+        git.restore(hidden)
+    for key in changed:
+        if is_temporary(PurePosixPath(key).name) or key in hidden:
+            continue
+        if key in aside and key in status.untracked:
             continue
         path = git.store_root / key
         digest = disk_digest(path)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -129,7 +130,7 @@ def test_files_over_the_scan_bound_are_withheld(tmp_path: Path) -> None:
     assert result.commit is None
 
 
-def test_a_planted_symlink_is_scanned_by_its_target_not_followed(tmp_path: Path) -> None:
+def test_a_planted_symlink_is_set_aside_not_followed_nor_committed(tmp_path: Path) -> None:
     outside = tmp_path / "outside.txt"
     outside.write_text(f"{SECRET}\n")
     root = seeded_store(tmp_path / "store", {"MEMORY.md": "# Tacit\n"})
@@ -137,8 +138,11 @@ def test_a_planted_symlink_is_scanned_by_its_target_not_followed(tmp_path: Path)
 
     result = unit_for(root).commit_foreign_edits(fake_scanner)
 
-    assert result.committed == ("link.md",)
-    assert git(root, "cat-file", "-p", "HEAD:link.md") == str(outside)
+    assert result.committed == () and result.commit is None
+    assert not os.path.lexists(root / "link.md")
+    [aside] = (root / ".git" / "memoryd" / "set-aside").iterdir()
+    assert aside.name.endswith("-link.md") and os.readlink(aside) == str(outside)
+    assert outside.read_text() == f"{SECRET}\n"
 
 
 def test_in_a_larger_repository_only_the_store_folder_is_considered(tmp_path: Path) -> None:
