@@ -44,6 +44,7 @@ from apscheduler.events import (
     SchedulerEvent,
 )
 from apscheduler.executors.pool import ThreadPoolExecutor
+from apscheduler.jobstores.base import JobLookupError
 from apscheduler.schedulers import SchedulerNotRunningError
 from apscheduler.schedulers.blocking import BlockingScheduler
 from apscheduler.triggers.date import DateTrigger
@@ -174,7 +175,13 @@ class Daemon:
         signals = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
         with SignalChannel(signals, self._on_signal):
             if not self.stopping:
-                self.scheduler.start()  # blocks until request_stop() shuts it down
+                try:
+                    self.scheduler.start()  # blocks until request_stop() shuts it down
+                except JobLookupError:
+                    # APScheduler marks itself stopped before taking its job-store lock: a stop
+                    # during the hand-out of a one-shot job makes the loop's removal of it raise.
+                    if not self.stopping:
+                        raise
             return self._finish()
 
     def request_stop(self, reason: str = "requested") -> None:
