@@ -5,7 +5,7 @@ days
 (days in the configured time zone). A day longer than the token budget is split at turn
 boundaries, greedily from its start, so the same turns always give the same chunks; a single turn
 longer than the budget is split into pieces, each keeping the turn's provenance. A chunk also
-holds at most `MAX_MARKERS` marker lines (`memoryd.extractors.markers`): more than one answer
+holds at most `MAX_MARKERS` marker lines (`memoryd.extractors.marker_lines`): more than one answer
 may hold would make the chunk fail for ever, so a day with more is split the same way (a turn
 with more, at line boundaries).
 
@@ -22,7 +22,7 @@ from datetime import date, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from memoryd.extractors.markers import MAX_MARKERS, marker_count
+from memoryd.extractors.marker_lines import MAX_MARKERS, marker_count
 from memoryd.llm.base import estimate_tokens
 from memoryd.sources.model import Conversation, Provenance, Turn
 

@@ -16,8 +16,9 @@ The answer has the shape of the `record_memories` tool input, so it goes through
 validation and the same filing as a model's answer. A marker the contract would refuse (a fact
 over 1,000 characters, a name over 200, a topic over 100) is set aside as ignored on its own, so
 one bad line never takes the others with it; and a chunk never holds more than `MAX_MARKERS`
-marker lines (`marker_count`, used by `memoryd.extractors.chunking`), so a conversation with
-more markers than one answer may hold is split over chunks instead of failing whole.
+marker lines (`memoryd.extractors.marker_lines`, counted by `memoryd.extractors.chunking`), so
+a conversation with more markers than one answer may hold is split over chunks instead of
+failing whole.
 """
 
 from __future__ import annotations
@@ -28,32 +29,21 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 from zoneinfo import ZoneInfo
 
+from memoryd.extractors.marker_lines import MARKER_LINE
 from memoryd.sources.model import Turn
 from memoryd.store.vocabulary import KINDS
 
-_MARKER = re.compile(
-    r"^[ \t]*(?:[-*+\u2022][ \t]+|\d+[.)][ \t]+)?"
-    r"(?P<word>remember|supersede|note|skill|routine-skill|tacit)[ \t]*:[ \t]*(?P<rest>.+?)[ \t]*$",
-    re.IGNORECASE | re.MULTILINE,
-)
 _REMEMBER = re.compile(
     r"^(?P<kind>[a-z]+)[ \t]+(?P<name>[^:]+?)[ \t]*:[ \t]*(?P<fact>.+)$", re.IGNORECASE
 )
 _SUPERSEDED = re.compile(r"^(?P<id>[a-z0-9]+(?:-[a-z0-9]+)*-[0-9]{3,})[ \t]*:[ \t]*(?P<fact>.+)$")
 _TOPIC_TIP = re.compile(r"^(?P<topic>[^:]+?)[ \t]*:[ \t]*(?P<tip>.+)$")
 
-# The contract's limits (`memoryd.extractors.contract`): the fewest items a list of one answer
-# holds (skills, tacit) bounds the marker lines of one chunk; text, name and topic lengths.
-MAX_MARKERS: Final = 50
+# The contract's limits (`memoryd.extractors.contract`): text, name and topic lengths.
 MAX_TEXT: Final = 1000
 MAX_NAME: Final = 200
 MAX_TOPIC: Final = 100
 MAX_FACT_ID: Final = 85
-
-
-def marker_count(text: str) -> int:
-    """How many marker lines `text` holds."""
-    return sum(1 for _ in _MARKER.finditer(text))
 
 
 def _too_long(word: str, rest: str) -> bool:
@@ -97,7 +87,7 @@ def extract_markers(turns: Sequence[Turn], zone: ZoneInfo, routine: str | None) 
     for turn in turns:
         if turn.role not in ("user", "assistant") or not turn.trusted:
             continue
-        for match in _MARKER.finditer(turn.text):
+        for match in MARKER_LINE.finditer(turn.text):
             word, rest = match.group("word").lower(), match.group("rest")
             if _too_long(word, rest):
                 ignored.append(match.group(0).strip()[:200])
