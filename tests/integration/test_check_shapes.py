@@ -91,14 +91,17 @@ def test_a_glob_whose_folder_exists_or_is_missing_is_not_unreadable(tmp_path: Pa
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="giving the store to another user needs root")
-def test_root_over_another_users_store_is_a_warning_not_a_problem(
+def test_root_over_another_users_store_is_refused_and_says_why(
     ws: Workspace, tmp_path: Path
 ) -> None:
     settings = ws.settings("markers")
     assert root_warning(settings) is None  # root's own store
     os.chown(ws.store, NOBODY, NOBODY)
     code, text = check(settings, tmp_path)
-    assert code == EXIT_OK, text
+    # Another user's repository is refused whoever runs memoryd (git would run that user's
+    # filters and hooks); as root, the warning also says whose files root would leave.
+    assert code == EXIT_CONFIG, text
+    assert f"belongs to user id {NOBODY}" in text
     assert f"warning: At 'store.path': memoryd runs as root but {ws.store} belongs to" in text
     assert f"(uid {NOBODY})" in text
     assert root_warning(settings, euid=1000) is None  # not root: nothing to say
