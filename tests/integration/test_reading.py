@@ -124,7 +124,7 @@ def test_supersede_and_forget_keep_the_fact_and_commit_once_each(filed: Path) ->
 def test_reads_become_access_bumps_in_the_next_heartbeat(filed: Path) -> None:
     memoryd(filed, "search", "Lisbon", "--agent", "ops")
     memoryd(filed, "search", "Lisbon", "--agent", "ops")  # same agent, same day: counted once
-    memoryd(filed, "search", "Lisbon", "--agent", "reviewer")
+    memoryd(filed, "search", "Lisbon", "--agent", "cli")  # another reader: counted too
     result = memoryd(filed, "heartbeat")
     assert result.returncode == EXIT_OK, result.stderr
     assert git(filed, "log", "-1", "--format=%s").strip().endswith("2 accesses")

@@ -162,8 +162,11 @@ def test_an_agent_of_memoryds_group_reads_and_its_reads_are_queued(
     assert search.returncode == EXIT_OK, search.stderr
     assert json.loads(search.stdout)[0]["id"] == "jane-doe-002"
     assert events(search.stderr)["search.served"]["reads_queued"] is True
-    queued = (base / "state" / "queue" / "reads.jsonl").read_text(encoding="utf-8")
-    assert '"fact": "jane-doe-002"' in queued
+    # The agent's reads go to a file of its own, so its owner says who read (docs/agents.md).
+    uid = pwd.getpwnam(user).pw_uid
+    own = base / "state" / "queue" / f"reads.u{uid}.jsonl"
+    assert own.stat().st_uid == uid
+    assert '"fact": "jane-doe-002"' in own.read_text(encoding="utf-8")
     # The agent could not write the state directory: its index is in its own cache.
     assert list((home / ".cache" / "memoryd").glob("*/search.sqlite"))
 

@@ -54,6 +54,9 @@ def write_config(folder: Path, base_url: str, *, rewrite_model: str = REWRITE_MO
     )
     llm = anthropic_llm(base_url, f'model = "{MODEL}"', f'rewrite_model = "{rewrite_model}"')
     (folder / "memoryd.toml").write_text(ops_config(llm=llm), encoding="utf-8")
+    # `init` before `check`, as a set-up runs them: `check` reports a folder that is no store.
+    init = memoryd("init", cwd=folder, env={"ANTHROPIC_API_KEY": KEY})
+    assert init.returncode == 0, init.stdout + init.stderr
 
 
 def run(folder: Path, *args: str, key: str = KEY) -> tuple[int, str, list[dict[str, object]]]:

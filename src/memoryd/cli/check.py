@@ -304,12 +304,13 @@ def _state_against_store(
 
 def _check_before_start(config: LoadedConfig, report: CheckReport) -> None:
     """What `run` and `heartbeat` refuse or warn about before they start, said here too: a
-    store `memoryd init` has not made yet (a warning here, since `check` comes before `init` in
-    a set-up; `run` and `heartbeat` refuse it with 78), memoryd as root over another user's
-    store, and each source whose shape its format does not read or whose glob cannot be
+    store `memoryd init` has not made yet (a problem, as `run` and `heartbeat` refuse it with
+    78: a set-up runs `init` before `check`, and a unit's `ExecStartPre=memoryd check` keeps a
+    never-initialized daemon from starting), memoryd as root over another user's store (a
+    warning), and each source whose shape its format does not read or whose glob cannot be
     listed (problems)."""
     settings = config.settings
-    report.warnings.extend(store_not_ready(settings))
+    report.problems.extend(store_not_ready(settings))
     warning = root_warning(settings)
     if warning is not None:
         report.warnings.append(warning)

@@ -190,7 +190,10 @@ def _run_heartbeat(
         watched = extractor if watch_calls is None else WatchedExtractor(extractor, watch_calls)
         if progress is not None:
             watched = WatchedExtractor(watched, lambda: _after(lambda: progress(heartbeat.report)))
-        claimed = claim_reads(state_directory(settings, env.environ))
+        claimed = claim_reads(
+            state_directory(settings, env.environ),
+            {agent.name: agent.uid() for agent in settings.agents},
+        )
         heartbeat = build_heartbeat(
             settings,
             env,

@@ -9,16 +9,23 @@ another agent, a `skill:`, `tacit:` or `supersede:` line, an over-long text). A 
 always an `assistant` turn, whatever role it claims: it is the agent's words, never the user's;
 its chunks carry the format name `remembered`, which the excerpt shown to the model names as the
 agent asking to remember, not the user (`memoryd.extractors.chunking.render_turn`).
+
+For an agent with a configured `user`, a file in its folder is filed only when that user (or
+root) owns it, as `fstat` on the opened file says: any other file is refused as a whole
+(`remember.file_refused`, with its owner), skipped and never filed. Without `user`, any writer
+in memoryd's group may speak for the agent (agents sharing an OS user cannot be told apart).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from memoryd.extractors.chunking import REMEMBERED_FORMAT
 from memoryd.logs import get_logger
+from memoryd.reading.accesses import trusted_owner
 from memoryd.reading.remember import accepted_line, agent_folder_name
 from memoryd.sources.formats import Decoder
 from memoryd.sources.jsonl import JsonlFormat
@@ -32,8 +39,15 @@ class RememberedFormat(JsonlFormat):
 
     name = REMEMBERED_FORMAT
 
-    def __init__(self, folder: str) -> None:
+    def __init__(self, folder: str, uid: int | None = None) -> None:
         self.folder = folder
+        self.uid = uid
+
+    def refusal(self, path: Path, opened: os.stat_result) -> str | None:
+        if trusted_owner(opened.st_uid, self.uid):
+            return None
+        log.warning("remember.file_refused", path=str(path), owner=opened.st_uid, expected=self.uid)
+        return f"owned by uid {opened.st_uid}, not the agent's user (uid {self.uid})"
 
     def decoder(self, path: Path, state: Mapping[str, Any]) -> Decoder:
         return _RememberedDecoder(path, self.folder)

@@ -34,6 +34,7 @@ def build_sources(settings: Settings, state_dir: Path | None = None) -> list[Sou
     queued = remembered_root(state_dir) if state_dir is not None else None
     if queued is not None and _real_folder(queued.parent) and _real_folder(queued):
         agents = {agent_folder_name(agent.name): agent.name for agent in settings.agents}
+        uids = {agent.name: agent.uid() for agent in settings.agents}
         for folder in sorted(queued.iterdir()):
             if not _real_folder(folder):
                 continue
@@ -43,7 +44,7 @@ def build_sources(settings: Settings, state_dir: Path | None = None) -> list[Sou
             remembered = SourceSettings(format="jsonl", path=str(folder))
             key = source_key("remembered", folder.name)
             reader = SourceReader(agents[folder.name], remembered)
-            reader.format = RememberedFormat(folder.name)
+            reader.format = RememberedFormat(folder.name, uids[agents[folder.name]])
             sources.append(Source(agents[folder.name], key, reader))
     return sources
 

@@ -37,6 +37,13 @@ folder, not a symlink. A symlink, FIFO or device where the queue should be is re
 (only the link or the FIFO, never what it points to) and goes on. The heartbeat reads at most
 `MAX_CLAIM_BYTES` of claimed reads per run; a bigger file is read that far and the rest dropped
 (`reads.queue_truncated`): reads only cost decay, never a memory.
+
+Whose reads: each reader appends to a file it owns (`writer_file_name`): `reads.jsonl` for root
+and memoryd's own user (the queue folder's owner), `reads.u<uid>.jsonl` for any other user, and
+never to a file of that name another user made. The heartbeat claims them all; the owner of a
+claimed file (its `fstat`) is the writer, so a read claimed for an agent with a configured
+`user` counts only from a file that user or root owns (`reads.owner_refused`). Agents without
+`user`, and the default readers `cli` and `mcp`, take reads from any writer of the group.
 """
 
 from __future__ import annotations
@@ -47,7 +54,8 @@ import json
 import os
 import stat
 import uuid
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -145,6 +153,33 @@ def open_for_append(path: Path) -> int:
     return fd
 
 
+def open_own_for_append(path: Path) -> int:
+    """`open_for_append`, refusing a file another user owns (a neighbour cannot make a
+    writer's lines land in a file whose owner speaks for someone else). Raise OSError."""
+    fd = open_for_append(path)
+    owner = os.fstat(fd).st_uid
+    if owner != os.geteuid():
+        os.close(fd)
+        raise OSError(errno.EPERM, f"owned by uid {owner}, not this user: remove it", str(path))
+    return fd
+
+
+def writer_file_name(state_dir: Path, stem: str) -> str:
+    """The queue file this process writes, named so its owner is the writer: `<stem>.jsonl`
+    for root and the owner of the queue folder (memoryd's own user), `<stem>.u<uid>.jsonl`
+    for any other user."""
+    uid = os.geteuid()
+    if uid in {0, os.stat(state_dir / QUEUE_DIR).st_uid}:
+        return f"{stem}.jsonl"
+    return f"{stem}.u{uid}.jsonl"
+
+
+def trusted_owner(owner: int, uid: int | None) -> bool:
+    """Whether a queue file owned by `owner` may speak for an agent tied to `uid` (None: an
+    agent with no `user`, for which any writer in the group may speak). Root is trusted."""
+    return uid is None or owner in {0, uid}
+
+
 def set_aside_unsafe(path: Path) -> bool:
     """Remove `path` when it is a symlink, FIFO, device or socket (the entry only, never what a
     link points to), logging `queue.unsafe`; return whether it was one. A folder is left."""
@@ -178,9 +213,9 @@ def _append_reads(state_dir: Path, ids: list[str], *, agent: str, day: date) -> 
         json.dumps({"agent": agent, "day": day.isoformat(), "fact": fact_id}, sort_keys=True) + "\n"
         for fact_id in ids
     ).encode("utf-8")
-    queue = queue_folder(state_dir) / QUEUE_NAME
+    queue = queue_folder(state_dir) / writer_file_name(state_dir, "reads")
     while True:
-        fd = open_for_append(queue)
+        fd = open_for_append(queue) if queue.name == QUEUE_NAME else open_own_for_append(queue)
         try:
             fcntl.flock(fd, fcntl.LOCK_SH)
             if _same_file(fd, queue):
@@ -208,9 +243,10 @@ class Claimed:
     files: tuple[Path, ...]
 
 
-def claim_reads(state_dir: Path) -> Claimed:
-    """Take the queue (and any queue a killed heartbeat claimed before) for this heartbeat.
-    A line that does not parse is logged and skipped."""
+def claim_reads(state_dir: Path, uids: Mapping[str, int | None] | None = None) -> Claimed:
+    """Take the queues (and any a killed heartbeat claimed before) for this heartbeat. A line
+    that does not parse is logged and skipped; a read of an agent tied to an OS user (`uids`,
+    `AgentSettings.uid`) from a file another user owns is dropped (`reads.owner_refused`)."""
     folder = state_dir / QUEUE_DIR
     if not os.path.lexists(folder):
         return Claimed((), ())
@@ -219,19 +255,18 @@ def claim_reads(state_dir: Path) -> Claimed:
     except UnsafeQueueError as error:
         log.warning("queue.unsafe", path=str(folder), kind=error.strerror, action="skipped")
         return Claimed((), ())
-    queue = folder / QUEUE_NAME
-    if _regular(queue):
-        claimed = folder / f"{CLAIMED_PREFIX}{uuid.uuid4().hex}.jsonl"
-        queue.rename(claimed)
+    for queue in [folder / QUEUE_NAME, *sorted(folder.glob("reads.u*.jsonl"))]:
+        if _regular(queue):
+            queue.rename(folder / f"{CLAIMED_PREFIX}{uuid.uuid4().hex}.jsonl")  # keeps its owner
     files = tuple(
         path for path in sorted(folder.glob(f"{CLAIMED_PREFIX}*.jsonl")) if _regular(path)
     )
     reads: list[Read] = []
     budget = MAX_CLAIM_BYTES
     for path in files:
-        data = _read_claimed_bytes(path, budget)
+        data, owner = _read_claimed_bytes(path, budget)
         budget = max(0, budget - len(data))
-        reads.extend(_parse_claimed(path, data))
+        reads.extend(_trusted(path, _parse_claimed(path, data), owner, uids or {}))
     return Claimed(tuple(dict.fromkeys(reads)), files)
 
 
@@ -248,16 +283,29 @@ def _regular(path: Path) -> bool:
     return not set_aside_unsafe(path)
 
 
-def _read_claimed_bytes(path: Path, budget: int) -> bytes:
-    """At most `budget` bytes of a claimed file, whole lines only; the rest is logged."""
+def _trusted(
+    path: Path, reads: list[Read], owner: int, uids: Mapping[str, int | None]
+) -> list[Read]:
+    """The reads of `path` whose agent its owner may speak for; the rest logged and dropped."""
+    kept = [read for read in reads if trusted_owner(owner, uids.get(read[1]))]
+    refused = Counter(read[1] for read in reads if not trusted_owner(owner, uids.get(read[1])))
+    for agent, count in sorted(refused.items()):
+        log.warning("reads.owner_refused", path=str(path), agent=agent, owner=owner, reads=count)
+    return kept
+
+
+def _read_claimed_bytes(path: Path, budget: int) -> tuple[bytes, int]:
+    """At most `budget` bytes of a claimed file, whole lines only (the rest is logged), and
+    the file's owner, from the opened descriptor."""
     try:
         fd = open_queue_file(path, os.O_RDONLY)
     except OSError as error:
         log.warning("reads.file_skipped", path=str(path), reason=str(error))
-        return b""
+        return b"", -1
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)  # waits for a writer still in the renamed file
-        size = os.fstat(fd).st_size
+        opened = os.fstat(fd)
+        size, owner = opened.st_size, opened.st_uid
         with os.fdopen(os.dup(fd), "rb") as handle:
             data = handle.read(budget)
     finally:
@@ -267,7 +315,7 @@ def _read_claimed_bytes(path: Path, budget: int) -> bytes:
         log.warning(
             "reads.queue_truncated", path=str(path), read=len(data), dropped=size - len(data)
         )
-    return data
+    return data, owner
 
 
 def _parse_claimed(path: Path, data: bytes) -> list[Read]:

@@ -24,6 +24,10 @@ correction. What the heartbeat accepts is enforced here, at the door, with an er
 act on: a text of at most `MAX_TEXT_CHARS`, an entity name of at most `MAX_NAME_CHARS`, at most
 `MAX_PER_DAY` memories per agent and day. Files and folders are opened as the read queue's are
 (no symlink, FIFO or device, `memoryd.reading.accesses`).
+
+Each writer appends to a file it owns: `<day>.jsonl` for memoryd's own user and root, and
+`<day>.u<uid>.jsonl` for any other user, so the file's owner says who wrote it. An agent with a
+configured `user` has only the files that user (or root) owns filed (`memoryd.jobs.remembered`).
 """
 
 from __future__ import annotations
@@ -37,7 +41,12 @@ from pathlib import Path
 from typing import Final
 
 from memoryd.errors import MemorydError
-from memoryd.reading.accesses import open_for_append, queue_folder, real_folder
+from memoryd.reading.accesses import (
+    open_own_for_append,
+    queue_folder,
+    real_folder,
+    writer_file_name,
+)
 from memoryd.store.text import one_line, words
 from memoryd.store.vocabulary import KINDS
 from memoryd.worktree import slugify
@@ -120,7 +129,7 @@ def queue_memory(
             level.mkdir(exist_ok=True)
             os.chmod(level, 0o2770)  # noqa: S103 - group members queue memories (docstring)
         real_folder(level)
-    path = folder / f"{at.date().isoformat()}.jsonl"
+    path = folder / writer_file_name(state_dir, at.date().isoformat())
     row = {
         "agent": agent,
         "role": "assistant",
@@ -129,7 +138,7 @@ def queue_memory(
         "session_id": f"remember-{at.date().isoformat()}",
     }
     data = (json.dumps(row, sort_keys=True) + "\n").encode("utf-8")
-    fd = open_for_append(path)
+    fd = open_own_for_append(path)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)  # two remembers at once count the day one after the other
         if _lines(fd) >= MAX_PER_DAY:

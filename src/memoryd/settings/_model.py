@@ -8,6 +8,7 @@ configuration points at live in `memoryd.settings`, which re-exports these names
 # No `from __future__ import annotations`: pydantic would compile every annotation string to
 # evaluate it, a measurable share of a one-shot command's start-up.
 
+import pwd
 import re
 from datetime import timedelta
 from pathlib import Path
@@ -211,7 +212,33 @@ class SourceSettings(_Frozen):
 
 class AgentSettings(_Frozen):
     name: Annotated[str, Field(pattern=_NAME_PATTERN)]
+    # The OS user the agent runs as: its remembered files and queued reads count only when that
+    # user (or root) owns them (docs/agents.md, "Whose words"). Unset: any writer in memoryd's
+    # group may speak for it, as agents sharing one OS user cannot be told apart anyway.
+    user: str | None = None
     sources: list[SourceSettings] = Field(default=[])
+
+    @field_validator("user")
+    @classmethod
+    def _user_exists(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                pwd.getpwnam(value)
+            except KeyError:
+                raise ValueError(
+                    f"no OS user {value!r} on this host: name the user the agent runs as, or "
+                    "leave `user` out"
+                ) from None
+        return value
+
+    def uid(self) -> int | None:
+        """The uid of `user`, None when unset; -1 (no one) when the user has gone since."""
+        if self.user is None:
+            return None
+        try:
+            return pwd.getpwnam(self.user).pw_uid
+        except KeyError:
+            return -1
 
 
 class Settings(_Frozen):

@@ -15,6 +15,7 @@ The caller has already stat'ed the file. Steps for a line format:
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 from collections.abc import Mapping
@@ -173,6 +174,9 @@ def read_line_file(fmt: LineFormat, arguments: ReadArguments) -> FileOutcome:
     path, status, cursor = arguments.path, arguments.status, arguments.cursor
     compressed = fmt.compressed(path)
     with open_content(path, compressed) as (raw, content):
+        refusal = fmt.refusal(path, os.fstat(raw.fileno()))
+        if refusal is not None:
+            raise OSError(errno.EPERM, refusal, str(path))
         identity, head = identity_of(raw, status)
         restarted = None
         if cursor is None:

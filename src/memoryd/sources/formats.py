@@ -12,6 +12,7 @@ testable on its own.
 
 from __future__ import annotations
 
+import os
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -90,6 +91,11 @@ class LineFormat(ABC):
     def compressed(self, path: Path) -> bool:
         """Whether the file is gzipped (positions then count decompressed bytes)."""
         return False
+
+    def refusal(self, path: Path, opened: os.stat_result) -> str | None:
+        """Why the opened file (its `fstat`) is refused as a whole, never read; None to read
+        it (default)."""
+        return None
 
     @abstractmethod
     def decoder(self, path: Path, state: Mapping[str, Any]) -> Decoder:
