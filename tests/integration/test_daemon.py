@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 from tests.fakes.configs import anthropic_llm, ops_config
 from tests.fakes.fake_anthropic import FakeAnthropicServer, FakeUsage, RecordedRequest, ToolUse
+from tests.support.daemon_process import DaemonProcess
 from tests.support.harness import STABLE_EVENTS
 
 from memoryd.errors import EXIT_TEMPFAIL
@@ -99,84 +100,13 @@ class Site:
         return [sys.executable, "-m", "memoryd", "--config", str(self.config), *args]
 
 
-class Daemon:
-    """A running `memoryd run`; its stderr lines are collected as they come."""
+class Daemon(DaemonProcess):
+    """`memoryd run` on the test's site."""
 
     def __init__(self, site: Site, **environment: str) -> None:
-        self.process = subprocess.Popen(
-            site.command("--log-format", "json", "run"),
-            env=site.environment(**environment),
-            cwd=site.root,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
+        super().__init__(
+            site.command("--log-format", "json", "run"), site.environment(**environment), site.root
         )
-        self.lines: list[str] = []
-        self._changed = threading.Condition()
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    @property
-    def pid(self) -> int:
-        return self.process.pid
-
-    def _read(self) -> None:
-        assert self.process.stderr is not None
-        for line in self.process.stderr:
-            with self._changed:
-                self.lines.append(line.rstrip("\n"))
-                self._changed.notify_all()
-        with self._changed:
-            self._changed.notify_all()
-
-    def events(self) -> list[dict[str, Any]]:
-        with self._changed:
-            return [json.loads(line) for line in self.lines]
-
-    def wait_for(
-        self, event: str, *, count: int = 1, timeout: float = 30, **fields: Any
-    ) -> dict[str, Any]:
-        """The `count`-th log line with this event (and fields); fail after `timeout` s."""
-        deadline = time.monotonic() + timeout
-
-        def found() -> list[dict[str, Any]]:
-            matches = []
-            for line in self.lines:
-                record = json.loads(line)
-                if record.get("event") == event and all(
-                    record.get(k) == v for k, v in fields.items()
-                ):
-                    matches.append(record)
-            return matches
-
-        with self._changed:
-            while len(found()) < count:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0 or (self.process.poll() is not None and not self._reader_alive()):
-                    raise AssertionError(f"no {event} {fields} in:\n" + "\n".join(self.lines))
-                self._changed.wait(min(remaining, 0.5))
-            return found()[count - 1]
-
-    def _reader_alive(self) -> bool:
-        return self._reader.is_alive()
-
-    def stop(self, timeout: float = 15) -> tuple[int, float]:
-        """SIGTERM; return the exit code and how long the exit took."""
-        started = time.monotonic()
-        self.process.send_signal(signal.SIGTERM)
-        code = self.process.wait(timeout)
-        elapsed = time.monotonic() - started
-        self._reader.join(5)
-        return code, elapsed
-
-    def kill(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait(10)
-        self._reader.join(5)
-        if self.process.stderr is not None:
-            self.process.stderr.close()
 
 
 class NotifySocket:

@@ -15,15 +15,13 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
 
 import pytest
 from tests.fakes.configs import ops_config
+from tests.support.daemon_process import DaemonProcess
 
 from memoryd.errors import EXIT_CONFIG, EXIT_OK, EXIT_TEMPFAIL
 from memoryd.jobs.lock import held_lock, store_lock_path
@@ -65,64 +63,20 @@ def memoryd(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-class Daemon:
-    """A running `memoryd run`; its stderr lines are collected as they come."""
+class Daemon(DaemonProcess):
+    """`memoryd run` on `config`."""
 
     def __init__(self, config: Path) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "memoryd", "--config", str(config), "--log-format=json", "run"],
-            env=environment(),
-            cwd=config.parent,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        self.lines: list[str] = []
-        self._changed = threading.Condition()
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        assert self.process.stderr is not None
-        for line in self.process.stderr:
-            with self._changed:
-                self.lines.append(line.rstrip("\n"))
-                self._changed.notify_all()
-        with self._changed:
-            self._changed.notify_all()
-
-    def wait_for(self, event: str, timeout: float = 60) -> dict[str, object]:
-        deadline = time.monotonic() + timeout
-        with self._changed:
-            while True:
-                for line in self.lines:
-                    record = json.loads(line)
-                    if record.get("event") == event:
-                        return dict(record)
-                remaining = deadline - time.monotonic()
-                if remaining <= 0 or not self._reader.is_alive():
-                    raise AssertionError(f"no {event} in:\n" + "\n".join(self.lines))
-                self._changed.wait(min(remaining, 0.5))
-
-    def stop(self) -> int:
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            code = self.process.wait(30)
-        except subprocess.TimeoutExpired:
-            raise AssertionError("no exit after SIGTERM:\n" + "\n".join(self.lines)) from None
-        self._reader.join(5)
-        if code != 0:
-            print("\n".join(self.lines))  # the daemon's log, in the failure report
-        return code
-
-    def kill(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait(10)
-        self._reader.join(5)
-        if self.process.stderr is not None:
-            self.process.stderr.close()
+        argv = [
+            sys.executable,
+            "-m",
+            "memoryd",
+            "--config",
+            str(config),
+            "--log-format=json",
+            "run",
+        ]
+        super().__init__(argv, environment(), config.parent)
 
 
 @pytest.fixture
@@ -146,14 +100,14 @@ def test_a_second_daemon_on_one_configuration_is_refused_naming_the_first(site: 
             first.process.pid
         ]
         assert first.process.poll() is None  # the first carries on
-        assert first.stop() == EXIT_OK
+        assert first.stop()[0] == EXIT_OK
     finally:
         first.kill()
     # Once the first has stopped, a daemon starts again on that configuration.
     again = Daemon(config)
     try:
         again.wait_for("daemon.ready")
-        assert again.stop() == EXIT_OK
+        assert again.stop()[0] == EXIT_OK
     finally:
         again.kill()
 
@@ -196,7 +150,7 @@ def test_a_daemon_skips_its_job_while_another_state_folder_writes(site: Path) ->
             skipped = daemon.wait_for("heartbeat.skipped")
             assert skipped["holder_pid"] == os.getpid()
             assert daemon.process.poll() is None
-            assert daemon.stop() == EXIT_OK
+            assert daemon.stop()[0] == EXIT_OK
         finally:
             daemon.kill()
 
