@@ -13,11 +13,11 @@ git init --quiet --initial-branch=main demo-out/store
 
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
-step "memoryd check"
-memoryd --config "$config" --log-format console check
-
 step "memoryd init"
 memoryd --config "$config" --log-format console init
+
+step "memoryd check"
+memoryd --config "$config" --log-format console check
 
 step "memoryd heartbeat --dry-run (what would be sent)"
 memoryd --config "$config" --log-format console heartbeat --dry-run
