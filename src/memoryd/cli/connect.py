@@ -103,8 +103,12 @@ def _run(
     return EXIT_OK
 
 
-def _executable(environ: Mapping[str, str]) -> str:
-    """The `memoryd` the runtimes should run: the one on PATH, as an absolute path, so that a
-    hook finds it whatever the runtime's own PATH; else the bare name."""
+def _executable(environ: Mapping[str, str], argv0: str | None = None) -> str:
+    """The `memoryd` the runtimes should run, as an absolute path, so that a hook finds it
+    whatever the runtime's own PATH: the command running now (`/opt/memoryd/bin/memoryd
+    connect …` run from outside the venv), else the one on PATH, else the bare name."""
+    running = Path(sys.argv[0] if argv0 is None else argv0)
+    if running.name == "memoryd" and running.is_file():
+        return str(running.absolute())
     found = shutil.which("memoryd", path=environ.get("PATH"))
     return str(Path(found).absolute()) if found else "memoryd"
