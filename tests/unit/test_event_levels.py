@@ -37,9 +37,9 @@ def logged_events(source: str) -> list[tuple[str, str, int]]:
         if not named or node.func.attr not in LEVELS or not node.args:
             continue
         first = node.args[0]
-        literal = isinstance(first, ast.Constant) and isinstance(first.value, str)
-        if literal and re.fullmatch(r"[a-z0-9_]+(\.[a-z0-9_]+)+", str(first.value)):
-            found.append((str(first.value), node.func.attr, node.lineno))
+        name = first.value if isinstance(first, ast.Constant) else None
+        if isinstance(name, str) and re.fullmatch(r"[a-z0-9_]+(\.[a-z0-9_]+)+", name):
+            found.append((name, node.func.attr, node.lineno))
     return found
 
 
