@@ -85,7 +85,10 @@ def build_parser() -> argparse.ArgumentParser:
         "explain", help="why a fact is hot, warm or cold, and whether it is in the summary"
     )
     explain.add_argument(
-        "target", metavar="FACT-ID|REF", help="e.g. jane-doe-004 or people/jane-doe"
+        "target",
+        metavar="TARGET",
+        help="a fact id, ref, slug, name or alias: jane-doe-004, people/jane-doe, jane-doe, "
+        '"Jane Doe"',
     )
     review = subcommands.add_parser("review", help="tips held by the safety gate")
     review.add_argument("action", nargs="?", choices=("accept", "reject"), help="decide an item")

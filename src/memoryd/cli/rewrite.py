@@ -1,12 +1,12 @@
-"""`memoryd rewrite [--dry-run]` and `memoryd explain FACT-ID|REF` (docs/cli.md).
+"""`memoryd rewrite [--dry-run]` and `memoryd explain TARGET` (docs/cli.md).
 
 Exit codes of `rewrite`: 0 when its work is done, including when the deterministic template
 stood in for an unreachable LLM (the summaries were written, the commit message and
 `rewrite.finished` say so, and the next run asks the LLM again), 75 when another memoryd holds
 the lock or a pending batch's status could not be fetched, 1 when the LLM refused a request for
 good, 78 when the account, key, model or endpoint cannot be used (the template stood in; only the
-operator can fix it, as for a configuration error). `explain` exits 2 for an unknown fact id or
-ref.
+operator can fix it, as for a configuration error). `explain` exits 2 for a target that names no
+entity or fact, or a name several entities answer to (the message lists their refs).
 """
 
 from __future__ import annotations

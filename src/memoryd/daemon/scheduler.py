@@ -67,6 +67,7 @@ from memoryd.daemon.schedule import (
     status_line,
     stuck_deadline,
 )
+from memoryd.daemon.settings_diff import changed_keys
 from memoryd.daemon.signals import SignalChannel
 from memoryd.errors import ConfigError
 from memoryd.extractors.report import HeartbeatReport
@@ -205,10 +206,10 @@ class Daemon:
         if not report.ok:
             log.error("config.reload_failed", path=str(path), problems=report.problems)
             return False
-        old = self.settings.schedule
-        self.config = loaded
-        self._reschedule(old, loaded.settings.schedule)
-        log.info("config.reloaded", path=str(path), warnings=report.warnings)
+        old, self.config = self.settings, loaded
+        self._reschedule(old.schedule, loaded.settings.schedule)
+        changed = changed_keys(old, loaded.settings)
+        log.info("config.reloaded", path=str(path), warnings=report.warnings, changed=changed)
         return True
 
     def _finish(self) -> int:

@@ -17,7 +17,7 @@ touches facts of the same entity; unknown fact ids are ignored and counted.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, time
 from pathlib import Path
 from typing import Any, ParamSpec, Protocol
@@ -26,7 +26,7 @@ from memoryd.errors import PathEscapeError, StoreError
 from memoryd.extractors.chunking import Chunk
 from memoryd.extractors.contract import EntityIn, FactIn, RecordMemories, TimelineIn
 from memoryd.extractors.counters import ApplyCounters as ApplyCounters  # noqa: PLC0414 - re-exported
-from memoryd.extractors.gate import Outcome, Tip, file_tip, support
+from memoryd.extractors.gate import HeldTips, Outcome, Tip, file_tip, support
 from memoryd.logs import get_logger
 from memoryd.store.catalog import EntityCatalog, load_catalog
 from memoryd.store.entities import Entity, normalize_name
@@ -80,6 +80,8 @@ class StoreSession:
     skills_dir: str
     tacit_file: str
     today: date  # the processing date (recordedAt), in the configured zone
+    # The items the gate held so far, logged once each when the heartbeat has filed its chunks.
+    held: HeldTips = field(default_factory=HeldTips)
 
     @classmethod
     def open(
@@ -326,6 +328,7 @@ class _Applier:
             skills_dir=session.skills_dir,
             tacit_file=session.tacit_file,
             today=session.today.isoformat(),
+            held=session.held,
         )
         self.counters.tips_held += int(outcome == "held")
         return outcome

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 from memoryd.extractors.chunking import Chunk
 from memoryd.logs import get_logger
@@ -125,6 +125,25 @@ class Tip:
         return review_id(self.kind, self.agent, self.routine, self.topic, self.text)
 
 
+class HeldTips:
+    """The items one heartbeat held, each logged once by `log_held` (`gate.held`, with the number
+    of `proposals` that asked for it), however many chunks proposed it."""
+
+    def __init__(self) -> None:
+        self._held: dict[str, tuple[dict[str, Any], int]] = {}
+
+    def add(self, fields: dict[str, Any]) -> None:
+        """Count one proposal of the held item `fields` describes (the first one's fields stay)."""
+        first, proposals = self._held.get(fields["review_id"], (fields, 0))
+        self._held[fields["review_id"]] = (first, proposals + 1)
+
+    def log_held(self) -> None:
+        """Log `gate.held` once per item held since the last call, and forget them."""
+        for fields, proposals in self._held.values():
+            log.warning("gate.held", **fields, proposals=proposals)
+        self._held.clear()
+
+
 def file_tip(
     tx: FileTransaction,
     tip: Tip,
@@ -133,8 +152,10 @@ def file_tip(
     skills_dir: str,
     tacit_file: str,
     today: str,
+    held: HeldTips | None = None,
 ) -> Outcome:
-    """File `tip` with its provenance, or hold it for review (see the module docstring)."""
+    """File `tip` with its provenance, or hold it for review (see the module docstring). A held
+    tip is counted in `held`, which logs it later, or without `held` logged at once."""
     previous = read_item(tx, tip.id)
     reasons = dangerous_reasons(" ".join(filter(None, (tip.topic, tip.text))))
     if source.trust == "untrusted":
@@ -146,15 +167,18 @@ def file_tip(
         return "refused"
     if reasons and not accepted:
         item = hold(tx, _item(tip, reasons, source, today))
-        log.warning(
-            "gate.held",
-            review_id=item.id,
-            agent=tip.agent,
-            kind=tip.kind,
-            reasons=list(item.reasons),
-            trust=source.trust,
-            session=source.session,
-        )
+        fields = {
+            "review_id": item.id,
+            "agent": tip.agent,
+            "kind": tip.kind,
+            "reasons": list(item.reasons),
+            "trust": source.trust,
+            "session": source.session,
+        }
+        if held is None:
+            log.warning("gate.held", **fields, proposals=1)
+        else:
+            held.add(fields)
         return "held"
     added = file_now(tx, tip, (source,), skills_dir=skills_dir, tacit_file=tacit_file)
     return "filed" if added else "duplicate"

@@ -112,6 +112,7 @@ def process(
     finally:
         run.ahead.close()
         sending.settle(run, session, chunks)
+        session.held.log_held()  # once per held item, whatever happens next
     verdicts.settle_invalid_answers(run)
     _stage_bookkeeping(run, work, uow, session, counters)
     run.report.counters = counters

@@ -189,15 +189,15 @@ def poll_rewrite_batch(settings: Settings, env: Environment) -> RewriteReport | 
 
 def explain(settings: Settings, env: Environment, target: str) -> str:
     """Why a fact (or each fact of an entity) is hot, warm or cold, and whether it is in the
-    summary. Raise UnknownTargetError for an unknown id or ref."""
+    summary. `target` is a fact id, ref, slug, name or alias (`memoryd.rewrite.explain`).
+    Raise UnknownTargetError when it names no entity or several."""
     git = git_store(settings, env.clock)
     today = env.clock().astimezone(settings.schedule.zone).date()
     with open_state(settings, env) as state:
-        tracked = state.rewrites.get(target)
         return explain_target(
             UnitOfWork(git),
             target,
             today=today,
             rule=TierRule.from_settings(settings.decay),
-            tracked=tracked,
+            tracking=state.rewrites.get,
         )

@@ -150,6 +150,7 @@ def _apply(
             reasons=list(item.reasons),
             trust="agent",
             session=None,
+            proposals=1,
         )
     outcome.tacit.merged += changes.merged
     outcome.tacit.dropped += changes.dropped

@@ -1,4 +1,9 @@
-"""`memoryd explain <fact-id|ref>`: why a fact is hot, warm or cold, and whether it is summarized.
+"""`memoryd explain <target>`: why a fact is hot, warm or cold, and whether it is summarized.
+
+The target is what an operator types: a fact id, a ref (`people/dana-whitfield`, or with the
+kind, `person/dana-whitfield`), a bare slug, or an entity's name or alias (case, accents and
+spacing aside). A name several entities answer to is refused with the candidates listed
+(AmbiguousTargetError); an unknown target is refused with the closest names and slugs.
 
 For a fact id: its entity, status, `lastAccessed`, age in days, `accessCount`, the resistance
 those accesses buy, the day limits that follow, the tier, the day its tier next changes, and
@@ -8,12 +13,14 @@ fact, hot first, plus when its summary was last rewritten. Reads only; changes n
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Callable
 from datetime import date
 
 from memoryd.errors import MemorydError
 from memoryd.state.rewrites import EntityRewrite
 from memoryd.store.catalog import EntityCatalog
-from memoryd.store.entities import Entity
+from memoryd.store.entities import LAYOUTS, Entity, normalize_name
 from memoryd.store.items import Fact, parse_items, split_fact_id
 from memoryd.store.tiers import TIERS, TierRule, describe
 from memoryd.worktree import FileTransaction
@@ -23,6 +30,62 @@ class UnknownTargetError(MemorydError):
     """`explain` was given something that is neither a fact id nor an entity ref of the store."""
 
     exit_code = 2
+
+
+class AmbiguousTargetError(UnknownTargetError):
+    """`explain` was given a name or alias that more than one entity answers to."""
+
+
+def _kind_and_slug(entity: Entity, prefix: str, slug: str) -> bool:
+    wanted = prefix.strip("/")
+    return entity.slug == slug and wanted in (entity.kind, LAYOUTS[entity.kind].ref_prefix[:-1])
+
+
+def _suggestions(catalog: EntityCatalog, target: str) -> list[str]:
+    labels: dict[str, Entity] = {}
+    for entity in catalog.entities():
+        for label in (entity.name, *entity.aliases, entity.slug, entity.ref):
+            labels.setdefault(label.casefold(), entity)
+    close = difflib.get_close_matches(target.casefold(), list(labels), n=12, cutoff=0.6)
+    found = {labels[label].ref: labels[label] for label in close}
+    return [f"{ref} ({entity.name})" for ref, entity in list(found.items())[:3]]
+
+
+def resolve_target(tx: FileTransaction, target: str) -> tuple[Entity, Fact | None]:
+    """The entity `target` names and, for a fact id, the fact. Raise UnknownTargetError (or
+    AmbiguousTargetError, which lists the candidates)."""
+    catalog = EntityCatalog.load(tx)
+    wanted = target.strip()
+    entity = catalog.by_ref(wanted)
+    if entity is not None:
+        return entity, None
+    parts = split_fact_id(wanted)
+    owner = catalog.by_slug(parts[0]) if parts else None
+    fact = next((f for f in _facts(tx, owner) if f.id == wanted), None) if owner else None
+    if owner is not None and fact is not None:
+        return owner, fact
+    prefix, _, slug = wanted.rpartition("/")
+    entity = catalog.by_slug(slug)
+    if entity is not None and (not prefix or _kind_and_slug(entity, prefix, slug)):
+        return entity, None
+    key = normalize_name(wanted)
+    named = [
+        candidate
+        for candidate in catalog.entities()
+        if key and key in {normalize_name(label) for label in (candidate.name, *candidate.aliases)}
+    ]
+    if len(named) == 1:
+        return named[0], None
+    if named:
+        listed = "; ".join(f"{e.ref} ({e.name}{', archived' if e.archived else ''})" for e in named)
+        raise AmbiguousTargetError(
+            f"{wanted!r} names {len(named)} entities: {listed}; explain one of these refs"
+        )
+    close = _suggestions(catalog, wanted)
+    hint = f"; did you mean {' or '.join(close)}?" if close else ""
+    raise UnknownTargetError(
+        f"{wanted!r} is no fact id, ref, slug, name or alias of an entity here{hint}"
+    )
 
 
 def _facts(tx: FileTransaction, entity: Entity) -> list[Fact]:
@@ -68,20 +131,17 @@ def explain_target(
     *,
     today: date,
     rule: TierRule,
-    tracked: EntityRewrite | None = None,
+    tracking: Callable[[str], EntityRewrite | None] = lambda ref: None,
 ) -> str:
-    """The explanation text for a fact id or an entity ref. Raise UnknownTargetError."""
-    catalog = EntityCatalog.load(tx)
-    entity = catalog.by_ref(target)
-    if entity is None:
-        parts = split_fact_id(target)
-        owner = catalog.by_slug(parts[0]) if parts else None
-        fact = next((f for f in _facts(tx, owner) if f.id == target), None) if owner else None
-        if owner is None or fact is None:
-            raise UnknownTargetError(f"{target!r} is neither a fact id nor an entity ref here")
-        cited = _cited(tx.read_text(owner.summary_path), fact.id)
-        lines = [f"{owner.ref} ({owner.name})", *_fact_lines(fact, today, rule, cited)]
+    """The explanation text for `target` (see the module); `tracking` gives an entity's rewrite
+    record by ref. Raise UnknownTargetError."""
+    entity, fact = resolve_target(tx, target)
+    if fact is not None:
+        cited = _cited(tx.read_text(entity.summary_path), fact.id)
+        lines = [f"{entity.ref} ({entity.name})", *_fact_lines(fact, today, rule, cited)]
+        lines.append(f"(all of its facts: memoryd explain {entity.ref})")
         return "\n".join(lines) + "\n"
+    tracked = tracking(entity.ref)
     summary_text = tx.read_text(entity.summary_path)
     facts = _facts(tx, entity)
     active = [f for f in facts if f.status == "active"]

@@ -124,6 +124,7 @@ def test_reload_applies_a_valid_configuration_and_keeps_the_old_one_otherwise(
     with capture_logs() as logs:
         assert daemon.reload()
     assert logs[-1]["event"] == "config.reloaded"
+    assert logs[-1]["changed"] == ["schedule.heartbeat_minutes", "schedule.rewrite_cron"]
     assert daemon.settings.schedule.heartbeat_minutes == 45
     jobs = {job.id: job for job in daemon.scheduler.get_jobs()}
     assert jobs[HEARTBEAT_JOB].trigger.interval == timedelta(minutes=45)
