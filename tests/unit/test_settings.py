@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from memoryd.cli import main
 from memoryd.errors import ConfigError
 from memoryd.settings import (
     check_environment,
@@ -422,3 +423,42 @@ def test_cross_field_problems_come_with_field_problems(tmp_path: Path) -> None:
     assert "At 'decay.warm_days': must be greater than decay.hot_days" in problems
     assert "At 'agents[1].name': agent 'a' is defined twice" in problems
     assert len(problems) == 3
+
+
+def test_check_reports_environment_problems_with_the_file_problems(tmp_path: Path) -> None:
+    (tmp_path / "a-file").write_text("", encoding="utf-8")
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    path = write(
+        tmp_path,
+        '[store]\npath = "a-file"\n[llm]\nprovider = "markers"\n'
+        '[schedule]\ntimezone = "Mars/Olympus"\n[decay]\nhot_days = 40\n'
+        '[[agents]]\nname = "ops"\n[[agents.sources]]\nformat = "jsonl"\npath = "logs"\n'
+        '[[agents]]\nname = "Bad Name"\n',
+    )
+    with pytest.raises(ConfigError) as caught:
+        load_settings(path, {"STATE_DIRECTORY": str(tmp_path / "state")})
+    problems = caught.value.problems
+    assert any(p.startswith("At 'schedule.timezone': unknown time zone") for p in problems)
+    assert "At 'decay.warm_days': must be greater than decay.hot_days" in problems
+    assert any(p.startswith("At 'agents[1].name': must be 1 to 64") for p in problems)
+    assert f"At 'store.path': {tmp_path / 'a-file'} exists and is not a directory" in problems
+    assert len(problems) == 4, problems
+    # without the environment (every command but `check`), only the file is judged
+    assert len(problems_of(path)) == 3
+
+
+def test_the_check_command_says_every_problem_and_exits_78(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "a-file").write_text("", encoding="utf-8")
+    path = write(
+        tmp_path,
+        '[store]\npath = "a-file"\n[llm]\nprovider = "markers"\nchunk_token = 1\n'
+        f'[state]\npath = "{tmp_path / "state"}"\n',
+    )
+    assert main(["--config", str(path), "check"]) == 78
+    said = capsys.readouterr().err
+    assert "At 'llm.chunk_token': unknown key; did you mean 'chunk_tokens'?" in said
+    assert "At 'store.path': " in said
+    assert "exists and is not a directory" in said

@@ -125,11 +125,12 @@ def resolve_config_path(explicit: str | None, environ: Mapping[str, str]) -> Pat
     )
 
 
-def load_settings(path: Path) -> LoadedConfig:
+def load_settings(path: Path, environ: Mapping[str, str] | None = None) -> LoadedConfig:
     """Given a TOML file, return the validated settings. Raise ConfigError listing every problem.
 
     Relative paths in the file are taken relative to the file's own folder, so a configuration
-    means the same thing whatever the working directory.
+    means the same thing whatever the working directory. With `environ` (`memoryd check`), an
+    invalid file's problems come with the environment problems of the tables that did validate.
     """
     try:
         raw = read_toml(path.read_text(encoding="utf-8"))
@@ -139,7 +140,12 @@ def load_settings(path: Path) -> LoadedConfig:
         raise ConfigError(path, [f"cannot read the file: {error}"]) from None
     except ValueError as error:
         raise ConfigError(path, [f"not valid TOML: {error}"]) from None
-    return LoadedConfig(path, parse_settings(raw, path))
+    try:
+        return LoadedConfig(path, parse_settings(raw, path))
+    except ConfigError as error:
+        if environ is not None:
+            error.problems.extend(_environment_of_valid_parts(raw, path, environ))
+        raise
 
 
 def parse_settings(raw: Mapping[str, Any], path: Path | None = None) -> Settings:
@@ -159,6 +165,38 @@ def parse_settings(raw: Mapping[str, Any], path: Path | None = None) -> Settings
     if path is not None:
         settings = _anchor_paths(settings, path.resolve().parent)
     return settings
+
+
+def _environment_of_valid_parts(
+    raw: Mapping[str, Any], path: Path, environ: Mapping[str, str]
+) -> list[str]:
+    """The environment problems of the tables (and agents) that validated, the others left out."""
+    try:
+        Settings.model_validate(raw)
+    except ValidationError as error:
+        locs = [tuple(item["loc"]) for item in error.errors()]
+    else:
+        locs = []
+    failed = {loc[0] for loc in locs if loc}
+    kept = {key: value for key, value in raw.items() if key not in failed}
+    agents = raw.get("agents")
+    bad = {loc[1] for loc in locs if len(loc) > 1 and loc[0] == "agents"}
+    if isinstance(agents, list) and all(isinstance(i, int) for i in bad):
+        kept["agents"] = [agent for i, agent in enumerate(agents) if i not in bad]
+        failed.discard("agents")
+    if "store" in failed:
+        kept["store"] = {"path": str(path.parent)}  # a stand-in; its problems are not said
+    try:
+        settings = _anchor_paths(Settings.model_validate(kept), path.resolve().parent)
+    except ValidationError:
+        return []
+    report = check_environment(settings, environ)
+    return [p for p in report.problems if _top_key(p) not in failed]
+
+
+def _top_key(problem: str) -> str:
+    match = re.match(r"At '([a-z_]+)", problem)
+    return match.group(1) if match else ""
 
 
 def _anchor(path: Path, base: Path) -> Path:
@@ -237,8 +275,6 @@ def check_environment(settings: Settings, environ: Mapping[str, str]) -> CheckRe
     _check_writable_dir(state_directory(settings, environ), "state.path", report)
     _check_llm(settings, environ, report)
     _check_schedule(settings.schedule, report)
-    if settings.decay.warm_days <= settings.decay.hot_days:
-        report.problems.append("At 'decay.warm_days': must be greater than decay.hot_days")
     for agent in settings.agents:
         if not agent.sources:
             report.warnings.append(
