@@ -6,7 +6,6 @@ agent by its position; here each becomes a sentence at a key path that names the
 are reported together with the field problems rather than after them are fixed.
 """
 
-import difflib
 import re
 import tomllib
 import types
@@ -165,5 +164,7 @@ def _model_in(annotation: Any) -> type[BaseModel] | None:
 def _suggestion(model: type[BaseModel], loc: Sequence[int | str]) -> str:
     if not loc or not isinstance(loc[-1], str):
         return ""
+    import difflib  # noqa: PLC0415 - only a misspelt key needs it; start-up does not
+
     close = difflib.get_close_matches(loc[-1], field_names(model, loc[:-1]), n=1, cutoff=0.6)
     return f"; did you mean '{close[0]}'?" if close else ""
