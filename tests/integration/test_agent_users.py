@@ -105,7 +105,7 @@ def test_an_unknown_user_is_a_configuration_error(site: Path) -> None:
     )
     done = memoryd("check", cwd=site, env={"MEMORYD_CONFIG": str(config)})
     assert done.returncode == EXIT_CONFIG
-    assert "At 'agents[0].user'" in done.stderr + done.stdout
+    assert "At 'agents[\"alice\"].user'" in done.stderr + done.stdout
     assert "no OS user 'no-such-user-memoryd'" in done.stderr + done.stdout
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from memoryd.cli import main
 from memoryd.errors import ConfigError
 from memoryd.settings import (
     check_environment,
@@ -108,7 +109,7 @@ name = "b"
     assert any(p.startswith("At 'llm.provider': ") for p in problems)
     assert any(p.startswith("At 'llm.timeout_seconds': ") for p in problems)
     assert any(p.startswith("At 'schedule.timezone': unknown time zone") for p in problems)
-    assert any(p.startswith("At 'agents[1].sources[1].format': ") for p in problems)
+    assert any(p.startswith("At 'agents[\"b\"].sources[1].format': ") for p in problems)
     assert len(problems) == 5
 
 
@@ -296,10 +297,10 @@ def test_missing_source_is_a_warning_and_unreadable_an_error(tmp_path: Path) -> 
         report = check_environment(settings, {})
     finally:
         locked.chmod(0o755)
-    assert any(w.startswith("At 'agents[0].sources[0].path': ") for w in report.warnings)
-    assert any(w.startswith("At 'agents[0].sources[2].path': nothing") for w in report.warnings)
+    assert any(w.startswith("At 'agents[\"a\"].sources[0].path': ") for w in report.warnings)
+    assert any(w.startswith("At 'agents[\"a\"].sources[2].path': nothing") for w in report.warnings)
     if os.geteuid() != 0:  # root reads everything; the check is still exercised elsewhere
-        assert any(p.startswith("At 'agents[0].sources[1].path': ") for p in report.problems)
+        assert any(p.startswith("At 'agents[\"a\"].sources[1].path': ") for p in report.problems)
 
 
 def test_unwritable_state_directory_is_a_problem(tmp_path: Path) -> None:
@@ -328,3 +329,136 @@ def test_settings_are_frozen() -> None:
 def test_example_parses_with_tomllib_roundtrip() -> None:
     raw = tomllib.loads(EXAMPLE.read_text(encoding="utf-8"))
     assert parse_settings(raw).llm.prices == {}
+
+
+def test_a_misspelt_key_or_section_gets_a_suggestion(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        '[store]\npath="s"\n[llm]\nchunk_token = 9000\n[schedul]\ntimezone="UTC"\n'
+        '[[agents]]\nname="ops"\n[[agents.sources]]\nformat="jsonl"\npath="x"\nroutin="r"\n'
+        "[llm.prices.m]\ninput = 1\noutput = 2\ncache_reed = 3\n",
+    )
+    problems = problems_of(path)
+    assert "At 'llm.chunk_token': unknown key; did you mean 'chunk_tokens'?" in problems
+    assert "At 'schedul': unknown key; did you mean 'schedule'?" in problems
+    assert "At 'agents[\"ops\"].sources[0].routin': unknown key; did you mean 'routine'?" in (
+        problems
+    )
+    assert "At 'llm.prices.m.cache_reed': unknown key; did you mean 'cache_read'?" in problems
+    assert "At 'store.zzz': unknown key" in problems_of(
+        write(tmp_path, '[store]\npath="s"\nzzz=1\n')
+    )
+
+
+@pytest.mark.parametrize(
+    ("table", "key", "value"),
+    [
+        ("schedule", "heartbeat_minutes", '"30"'),
+        ("budget", "daily_usd", '"5"'),
+        ("git", "push", '"true"'),
+        ("llm", "timeout_seconds", '"60"'),
+    ],
+)
+def test_a_string_is_never_a_number_or_a_boolean(
+    tmp_path: Path, table: str, key: str, value: str
+) -> None:
+    problems = problems_of(write(tmp_path, f'[store]\npath="s"\n[{table}]\n{key} = {value}\n'))
+    assert len(problems) == 1
+    assert problems[0].startswith(f"At '{table}.{key}': must be ")
+    assert "without quotes" in problems[0]
+
+
+def test_whole_numbers_are_still_accepted_for_decimal_keys() -> None:
+    settings = parse_settings({"store": {"path": "/s"}, "budget": {"daily_usd": 5}})
+    assert settings.budget.daily_usd == 5.0
+
+
+def test_a_file_saved_by_notepad_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "memoryd.toml"
+    path.write_bytes(
+        b'\xef\xbb\xbf[store]\r\npath = "s"\r\n[schedule]\r\nheartbeat_minutes = 5\r\n'
+    )
+    assert load_settings(path).settings.schedule.heartbeat_minutes == 5
+
+
+@pytest.mark.parametrize("value", ['"C:\\Users\\ops\\store"', '"C:\\path"'])
+def test_a_backslash_in_double_quotes_gets_a_hint(tmp_path: Path, value: str) -> None:
+    problems = problems_of(write(tmp_path, f"[store]\npath = {value}\n"))
+    assert problems[0].startswith("not valid TOML: ")
+    assert "write a Windows path in single quotes" in problems[0]
+
+
+def test_single_quoted_windows_paths_are_fine(tmp_path: Path) -> None:
+    path = write(tmp_path, "[store]\npath = 'C:\\Users\\ops'\n")
+    assert load_settings(path).settings.store.path.name.endswith("ops")
+
+
+def test_problems_name_the_agent_and_say_the_constraint_in_words(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        '[store]\npath="s"\n[llm]\nmax_attempts = 0\nconcurrency = 65\n'
+        '[[agents]]\nname="main"\n[[agents]]\nname="ops-bot"\n'
+        '[[agents.sources]]\nformat="jsonl"\npath=""\nroutine="Daily Digest"\n'
+        '[[agents]]\nname="Bad Name"\n',
+    )
+    problems = problems_of(path)
+    assert "At 'llm.max_attempts': must be at least 1" in problems
+    assert "At 'llm.concurrency': must be at most 64" in problems
+    assert "At 'agents[\"ops-bot\"].sources[0].path': must not be empty" in problems
+    rule = "must be 1 to 64 lowercase letters, digits, '-' or '_', starting with a letter or digit"
+    assert f"At 'agents[\"ops-bot\"].sources[0].routine': {rule}" in problems
+    assert f"At 'agents[2].name': {rule}" in problems
+    assert not any("pattern" in p for p in problems)
+
+
+def test_cross_field_problems_come_with_field_problems(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        '[store]\npath="s"\n[schedule]\ntimezone="Mars/Olympus"\n'
+        "[decay]\nhot_days = 40\nwarm_days = 30\n"
+        '[[agents]]\nname="a"\n[[agents]]\nname="a"\n',
+    )
+    problems = problems_of(path)
+    assert any(p.startswith("At 'schedule.timezone': unknown time zone") for p in problems)
+    assert "At 'decay.warm_days': must be greater than decay.hot_days" in problems
+    assert "At 'agents[1].name': agent 'a' is defined twice" in problems
+    assert len(problems) == 3
+
+
+def test_check_reports_environment_problems_with_the_file_problems(tmp_path: Path) -> None:
+    (tmp_path / "a-file").write_text("", encoding="utf-8")
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    path = write(
+        tmp_path,
+        '[store]\npath = "a-file"\n[llm]\nprovider = "markers"\n'
+        '[schedule]\ntimezone = "Mars/Olympus"\n[decay]\nhot_days = 40\n'
+        '[[agents]]\nname = "ops"\n[[agents.sources]]\nformat = "jsonl"\npath = "logs"\n'
+        '[[agents]]\nname = "Bad Name"\n',
+    )
+    with pytest.raises(ConfigError) as caught:
+        load_settings(path, {"STATE_DIRECTORY": str(tmp_path / "state")})
+    problems = caught.value.problems
+    assert any(p.startswith("At 'schedule.timezone': unknown time zone") for p in problems)
+    assert "At 'decay.warm_days': must be greater than decay.hot_days" in problems
+    assert any(p.startswith("At 'agents[1].name': must be 1 to 64") for p in problems)
+    assert f"At 'store.path': {tmp_path / 'a-file'} exists and is not a directory" in problems
+    assert len(problems) == 4, problems
+    # without the environment (every command but `check`), only the file is judged
+    assert len(problems_of(path)) == 3
+
+
+def test_the_check_command_says_every_problem_and_exits_78(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "a-file").write_text("", encoding="utf-8")
+    path = write(
+        tmp_path,
+        '[store]\npath = "a-file"\n[llm]\nprovider = "markers"\nchunk_token = 1\n'
+        f'[state]\npath = "{tmp_path / "state"}"\n',
+    )
+    assert main(["--config", str(path), "check"]) == 78
+    said = capsys.readouterr().err
+    assert "At 'llm.chunk_token': unknown key; did you mean 'chunk_tokens'?" in said
+    assert "At 'store.path': " in said
+    assert "exists and is not a directory" in said

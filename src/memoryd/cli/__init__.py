@@ -165,7 +165,8 @@ def _run(argv: Sequence[str] | None) -> int:
     environ = dict(os.environ)
     try:
         with collector_paused():  # the command's modules: still start-up
-            config = load_settings(resolve_config_path(args.config, environ))
+            checking = environ if args.command == "check" else None
+            config = load_settings(resolve_config_path(args.config, environ), checking)
             command = commands.load_command(args.command)
         return command(args, config, environ, sys.stdout)
     except ConfigError as error:

@@ -314,9 +314,9 @@ def _check_before_start(config: LoadedConfig, report: CheckReport) -> None:
     warning = root_warning(settings)
     if warning is not None:
         report.warnings.append(warning)
-    for a, agent in enumerate(settings.agents):
+    for agent in settings.agents:
         for s, source in enumerate(agent.sources):
-            key = f"agents[{a}].sources[{s}].path"
+            key = f'agents["{agent.name}"].sources[{s}].path'
             problem = shape_problem(source.format, source.path)
             if problem is not None:
                 report.problems.append(f"At '{key}': {problem}")

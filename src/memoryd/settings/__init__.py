@@ -15,8 +15,7 @@ import glob
 import os
 import re
 import stat
-import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,6 +44,7 @@ from memoryd.settings._model import (
     StateSettings,
     StoreSettings,
 )
+from memoryd.settings.problems import cross_field_problems, describe, read_toml
 
 __all__ = [
     "CREDENTIAL_NAME",
@@ -125,55 +125,78 @@ def resolve_config_path(explicit: str | None, environ: Mapping[str, str]) -> Pat
     )
 
 
-def load_settings(path: Path) -> LoadedConfig:
+def load_settings(path: Path, environ: Mapping[str, str] | None = None) -> LoadedConfig:
     """Given a TOML file, return the validated settings. Raise ConfigError listing every problem.
 
     Relative paths in the file are taken relative to the file's own folder, so a configuration
-    means the same thing whatever the working directory.
+    means the same thing whatever the working directory. With `environ` (`memoryd check`), an
+    invalid file's problems come with the environment problems of the tables that did validate.
     """
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        raw = read_toml(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigError(path, ["the file does not exist"]) from None
     except (OSError, UnicodeDecodeError) as error:
         raise ConfigError(path, [f"cannot read the file: {error}"]) from None
-    except tomllib.TOMLDecodeError as error:
+    except ValueError as error:
         raise ConfigError(path, [f"not valid TOML: {error}"]) from None
-    return LoadedConfig(path, parse_settings(raw, path))
+    try:
+        return LoadedConfig(path, parse_settings(raw, path))
+    except ConfigError as error:
+        if environ is not None:
+            error.problems.extend(_environment_of_valid_parts(raw, path, environ))
+        raise
 
 
 def parse_settings(raw: Mapping[str, Any], path: Path | None = None) -> Settings:
-    """Validate an already-parsed TOML document. Raise ConfigError listing every problem."""
+    """Validate an already-parsed TOML document. Raise ConfigError listing every problem.
+
+    The rules joining fields are checked over the raw values too, so they are reported in the
+    same run as the problems of single fields.
+    """
+    problems = cross_field_problems(raw)
     try:
         settings = Settings.model_validate(raw)
     except ValidationError as error:
-        raise ConfigError(path, [_describe(item) for item in error.errors()]) from None
+        found = [describe(item, raw, Settings) for item in error.errors()]
+        raise ConfigError(path, found + problems) from None
+    if problems:
+        raise ConfigError(path, problems)
     if path is not None:
         settings = _anchor_paths(settings, path.resolve().parent)
-    duplicates = _duplicate_agents(settings)
-    if duplicates:
-        raise ConfigError(path, duplicates)
     return settings
 
 
-def _describe(item: Mapping[str, Any]) -> str:
-    key = _key_path(item["loc"])
-    if item["type"] == "extra_forbidden":
-        return f"At '{key}': unknown key"
-    if item["type"] == "missing":
-        return f"At '{key}': required key is missing"
-    message = str(item["msg"]).removeprefix("Value error, ")
-    return f"At '{key}': {message}"
+def _environment_of_valid_parts(
+    raw: Mapping[str, Any], path: Path, environ: Mapping[str, str]
+) -> list[str]:
+    """The environment problems of the tables (and agents) that validated, the others left out."""
+    try:
+        Settings.model_validate(raw)
+    except ValidationError as error:
+        locs = [tuple(item["loc"]) for item in error.errors()]
+    else:
+        locs = []
+    failed = {loc[0] for loc in locs if loc}
+    kept = {key: value for key, value in raw.items() if key not in failed}
+    agents = raw.get("agents")
+    bad = {loc[1] for loc in locs if len(loc) > 1 and loc[0] == "agents"}
+    if isinstance(agents, list) and all(isinstance(i, int) for i in bad):
+        kept["agents"] = [agent for i, agent in enumerate(agents) if i not in bad]
+        failed.discard("agents")
+    if "store" in failed:
+        kept["store"] = {"path": str(path.parent)}  # a stand-in; its problems are not said
+    try:
+        settings = _anchor_paths(Settings.model_validate(kept), path.resolve().parent)
+    except ValidationError:
+        return []
+    report = check_environment(settings, environ)
+    return [p for p in report.problems if _top_key(p) not in failed]
 
 
-def _key_path(loc: Sequence[int | str]) -> str:
-    text = ""
-    for part in loc:
-        if isinstance(part, int):
-            text += f"[{part}]"
-        else:
-            text += f".{part}" if text else str(part)
-    return text or "(top level)"
+def _top_key(problem: str) -> str:
+    match = re.match(r"At '([a-z_]+)", problem)
+    return match.group(1) if match else ""
 
 
 def _anchor(path: Path, base: Path) -> Path:
@@ -200,16 +223,6 @@ def _anchor_paths(settings: Settings, base: Path) -> Settings:
     return settings.model_copy(
         update={"store": store, "state": state, "llm": llm, "agents": agents}
     )
-
-
-def _duplicate_agents(settings: Settings) -> list[str]:
-    seen: set[str] = set()
-    problems = []
-    for position, agent in enumerate(settings.agents):
-        if agent.name in seen:
-            problems.append(f"At 'agents[{position}].name': agent {agent.name!r} is defined twice")
-        seen.add(agent.name)
-    return problems
 
 
 def state_directory(settings: Settings, environ: Mapping[str, str]) -> Path:
@@ -262,13 +275,13 @@ def check_environment(settings: Settings, environ: Mapping[str, str]) -> CheckRe
     _check_writable_dir(state_directory(settings, environ), "state.path", report)
     _check_llm(settings, environ, report)
     _check_schedule(settings.schedule, report)
-    if settings.decay.warm_days <= settings.decay.hot_days:
-        report.problems.append("At 'decay.warm_days': must be greater than decay.hot_days")
-    for a, agent in enumerate(settings.agents):
+    for agent in settings.agents:
         if not agent.sources:
-            report.warnings.append(f"At 'agents[{a}].sources': agent {agent.name!r} has no sources")
+            report.warnings.append(
+                f"At 'agents[\"{agent.name}\"].sources': agent {agent.name!r} has no sources"
+            )
         for s, source in enumerate(agent.sources):
-            _check_source(source, f"agents[{a}].sources[{s}].path", report)
+            _check_source(source, f'agents["{agent.name}"].sources[{s}].path', report)
     if not settings.agents:
         report.warnings.append("At 'agents': no agents are configured; heartbeats will do nothing")
     return report

@@ -67,10 +67,10 @@ class StateSettings(_Frozen):
 
 
 class PriceSettings(_Frozen):
-    input: float = Field(ge=0)
-    output: float = Field(ge=0)
-    cache_write: float | None = Field(default=None, ge=0)
-    cache_read: float | None = Field(default=None, ge=0)
+    input: float = Field(strict=True, ge=0)
+    output: float = Field(strict=True, ge=0)
+    cache_write: float | None = Field(strict=True, default=None, ge=0)
+    cache_read: float | None = Field(strict=True, default=None, ge=0)
 
     def to_price(self) -> ModelPrice:
         return ModelPrice(self.input, self.output, self.cache_write, self.cache_read)
@@ -82,15 +82,15 @@ class LLMSettings(_Frozen):
     rewrite_model: str = Field(default="claude-haiku-5-5", min_length=1)
     base_url: str | None = None
     api_key_file: Path | None = None
-    timeout_seconds: float = Field(default=120, gt=0, le=3600)
-    max_output_tokens: int = Field(default=4096, ge=256, le=20000)
-    chunk_tokens: int = Field(default=12000, ge=500, le=200_000)
-    context_facts: int = Field(default=40, ge=0, le=1000)
-    max_attempts: int = Field(default=5, ge=1, le=20)
+    timeout_seconds: float = Field(strict=True, default=120, gt=0, le=3600)
+    max_output_tokens: int = Field(strict=True, default=4096, ge=256, le=20000)
+    chunk_tokens: int = Field(strict=True, default=12000, ge=500, le=200_000)
+    context_facts: int = Field(strict=True, default=40, ge=0, le=1000)
+    max_attempts: int = Field(strict=True, default=5, ge=1, le=20)
     # Extraction requests in flight at once; results are still applied in order.
-    concurrency: int = Field(default=4, ge=1, le=64)
+    concurrency: int = Field(strict=True, default=4, ge=1, le=64)
     # Short conversations of one agent and day sharing one extraction call.
-    sections_per_call: int = Field(default=10, ge=1, le=16)
+    sections_per_call: int = Field(strict=True, default=10, ge=1, le=16)
     prices: dict[str, PriceSettings] = Field(default={})
 
     @field_validator("base_url")
@@ -105,8 +105,8 @@ class LLMSettings(_Frozen):
 
 
 class BudgetSettings(_Frozen):
-    daily_usd: float = Field(default=5.0, ge=0)
-    heartbeat_usd: float = Field(default=0.0, ge=0)
+    daily_usd: float = Field(strict=True, default=5.0, ge=0)
+    heartbeat_usd: float = Field(strict=True, default=0.0, ge=0)
 
 
 class BackfillSettings(_Frozen):
@@ -129,7 +129,7 @@ class BackfillSettings(_Frozen):
 
 
 class ScheduleSettings(_Frozen):
-    heartbeat_minutes: int = Field(default=30, ge=1, le=24 * 60)
+    heartbeat_minutes: int = Field(strict=True, default=30, ge=1, le=24 * 60)
     rewrite_cron: str = "0 3 * * sun"
     timezone: str = "UTC"
 
@@ -151,41 +151,41 @@ class ScheduleSettings(_Frozen):
 class GitSettings(_Frozen):
     author_name: str = Field(default="memoryd", min_length=1)
     author_email: str = Field(default="memoryd@localhost", min_length=1)
-    push: bool = False
+    push: bool = Field(default=False, strict=True)
     remote: str = Field(default="origin", min_length=1)
-    timeout_seconds: float = Field(default=60, gt=0)
+    timeout_seconds: float = Field(strict=True, default=60, gt=0)
     # A push that has failed this many jobs in a row is an error (logged at every job, in
     # `status`, the one-shot exit code and the daemon's STATUS line).
-    push_failure_limit: int = Field(default=3, ge=1)
+    push_failure_limit: int = Field(strict=True, default=3, ge=1)
 
 
 class EntitySettings(_Frozen):
-    min_mentions: int = Field(default=3, ge=1)
+    min_mentions: int = Field(strict=True, default=3, ge=1)
 
 
 class DecaySettings(_Frozen):
-    hot_days: int = Field(default=7, ge=0)
-    warm_days: int = Field(default=30, ge=1)
+    hot_days: int = Field(strict=True, default=7, ge=0)
+    warm_days: int = Field(strict=True, default=30, ge=1)
     # Frequency resistance (memoryd.store.tiers): both limits are stretched by
     # floor(resistance_days_per_doubling * log2(1 + accessCount)) days, at most
     # max_resistance_days. 0 switches resistance off.
-    resistance_days_per_doubling: float = Field(default=3.0, ge=0, le=365)
-    max_resistance_days: int = Field(default=30, ge=0, le=3650)
+    resistance_days_per_doubling: float = Field(strict=True, default=3.0, ge=0, le=365)
+    max_resistance_days: int = Field(strict=True, default=30, ge=0, le=3650)
 
 
 class RewriteSettings(_Frozen):
-    use_batches: bool = False
+    use_batches: bool = Field(default=False, strict=True)
 
 
 class IndexSettings(_Frozen):
     commands: list[str] = Field(default=[])
-    timeout_seconds: float = Field(default=300, gt=0)
+    timeout_seconds: float = Field(strict=True, default=300, gt=0)
     init_commands: list[str] = Field(default=[])  # run once by `memoryd init`
 
 
 class CleaningSettings(_Frozen):
     extra_patterns: list[str] = Field(default=[])
-    tool_output_chars: int = Field(default=2000, ge=0)
+    tool_output_chars: int = Field(strict=True, default=2000, ge=0)
 
     @field_validator("extra_patterns")
     @classmethod
@@ -201,7 +201,7 @@ class CleaningSettings(_Frozen):
 class ReadingSettings(_Frozen):
     # false: an agent's reading (context, search, MCP) leaves out other agents' skills and
     # daily-note timeline lines; true: every agent reads everything (docs/agents.md).
-    share_between_agents: bool = False
+    share_between_agents: bool = Field(default=False, strict=True)
 
 
 class SourceSettings(_Frozen):

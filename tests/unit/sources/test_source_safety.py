@@ -289,7 +289,7 @@ def test_check_and_init_report_an_unreadable_source_root_and_exit_78(shared_tmp:
 
     checked, initialised, said = as_unprivileged(run_as_nobody)
     assert (checked, initialised) == (78, 78)
-    problem = f"At 'agents[0].sources[0].path': {home / 'agent'} is not readable"
+    problem = f"At 'agents[\"a\"].sources[0].path': {home / 'agent'} is not readable"
     assert said.count(problem) >= 2, said  # printed by each, and in the JSON event
     assert "Traceback" not in said
     assert not (shared_tmp / "store" / ".git").exists()
@@ -423,7 +423,7 @@ def test_a_heartbeat_names_an_unreadable_source_and_exits_78(
     )
     assert main(["--config", str(config), "--log-format", "json", "check"]) == 78
     checked = capsys.readouterr()
-    assert f"At 'agents[0].sources[1].path': {loop} is not readable" in checked.out
+    assert f"At 'agents[\"a\"].sources[1].path': {loop} is not readable" in checked.out
     assert main(["--config", str(config), "--log-format", "json", "init"]) == 78
     capsys.readouterr()
     (tmp_path / "loop").unlink()
