@@ -20,7 +20,8 @@ Signals (through `memoryd.daemon.signals`, never in a handler): SIGTERM/SIGINT s
 and ask the running job to stop at its next safe point; a job waiting on the LLM is abandoned
 after a short grace (its plan is journalled, so nothing is lost or paid twice) and the process
 exits 0 well within `TimeoutStopSec`. SIGHUP reloads the configuration: validated first; an
-invalid one is logged and the old one kept. The daemon never exits 75.
+invalid one is logged and the old one kept, and leads `STATUS=` and `memoryd status` until a
+reload succeeds (`memoryd.daemon.record`). The daemon never exits 75.
 """
 
 from __future__ import annotations
