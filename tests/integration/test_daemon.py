@@ -19,7 +19,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ from tests.fakes.fake_anthropic import FakeAnthropicServer, FakeUsage, RecordedR
 from tests.support.daemon_process import DaemonProcess
 from tests.support.harness import STABLE_EVENTS
 
+from memoryd.daemon.notify import Notifier
 from memoryd.errors import EXIT_TEMPFAIL
 from memoryd.state.facade import DATABASE_FILE_NAME, State
 from memoryd.store.layout import init_store
@@ -321,6 +322,96 @@ def test_sighup_reloads_a_valid_configuration_and_keeps_the_old_one_otherwise(
     code, _elapsed = daemon.stop()
     assert code == 0
     assert_json_log(daemon)
+
+
+def status_of(site: Site) -> tuple[int, dict[str, Any]]:
+    """`memoryd status --json` as the operator runs it beside the daemon: its code and report."""
+    result = subprocess.run(
+        site.command("status", "--json"),
+        env=site.environment(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    return result.returncode, json.loads(result.stdout)
+
+
+def test_after_a_reload_status_predicts_the_daemons_own_next_heartbeat(
+    site: Site, daemons: list[Daemon]
+) -> None:
+    daemon = Daemon(site)
+    daemons.append(daemon)
+    ready = daemon.wait_for("daemon.ready")
+    daemon.wait_for("heartbeat.finished")
+    code, report = status_of(site)
+    assert code == 0
+    assert report["next_runs"]["heartbeat"] == ready["next_heartbeat"]
+
+    site.write_config(heartbeat_minutes=5)
+    daemon.process.send_signal(signal.SIGHUP)
+    reloaded = daemon.wait_for("config.reloaded")
+    code, report = status_of(site)
+    assert code == 0
+    assert report["next_runs"]["heartbeat"] == reloaded["next_heartbeat"]
+    # The new interval counts from the reload, not from the last heartbeat's start.
+    started = datetime.fromisoformat(report["last_heartbeat"]["started_at"])
+    assert datetime.fromisoformat(reloaded["next_heartbeat"]) - started > timedelta(minutes=5)
+    code, _elapsed = daemon.stop()
+    assert code == 0
+    # A stopped daemon's record is not believed: the file and the last run decide again.
+    _code, report = status_of(site)
+    expected = started + timedelta(minutes=5)
+    assert report["next_runs"]["heartbeat"] == expected.astimezone(UTC).isoformat()
+
+
+def test_a_failed_reload_stands_in_status_line_and_status_until_a_reload_succeeds(
+    site: Site, notify: NotifySocket, daemons: list[Daemon]
+) -> None:
+    daemon = Daemon(site, NOTIFY_SOCKET=notify.path)
+    daemons.append(daemon)
+    daemon.wait_for("heartbeat.finished")
+    heartbeat_line = notify.wait_for(lambda m: m.startswith("STATUS=last heartbeat"))
+
+    site.write_config(extra='[git]\nunknown_key = "x"')
+    daemon.process.send_signal(signal.SIGHUP)
+    problem = daemon.wait_for("config.reload_failed")["problems"][0]
+    line = notify.wait_for(lambda m: m.startswith("STATUS=RELOAD FAILED"))
+    assert line == (
+        f"STATUS=RELOAD FAILED ({site.config}): {problem}; running on the old configuration; "
+        + heartbeat_line.removeprefix("STATUS=")
+    )
+    # The file is fixed but not reloaded yet: status, which reads the fixed file, still says
+    # the daemon runs on the old configuration.
+    site.write_config()
+    code, report = status_of(site)
+    assert code == 78
+    assert report["reload_failed"]["problems"] == [problem]
+    assert report["reload_failed"]["path"] == str(site.config)
+
+    daemon.process.send_signal(signal.SIGHUP)
+    daemon.wait_for("config.reloaded")
+    cleared = notify.wait_for(lambda m: m.startswith("STATUS=last heartbeat"), timeout=30)
+    assert "RELOAD FAILED" not in cleared
+    code, report = status_of(site)
+    assert (code, report["reload_failed"]) == (0, None)
+    code, _elapsed = daemon.stop()
+    assert code == 0
+
+
+def test_a_standing_problem_leads_every_status_line_until_cleared(notify: NotifySocket) -> None:
+    notifier = Notifier({"NOTIFY_SOCKET": notify.path})
+    notifier.status("last heartbeat ok")
+    notifier.set_standing("RELOAD FAILED (x): bad")
+    notifier.status("last heartbeat later")
+    notifier.set_standing(None)
+    received = [notify.sock.recv(4096).decode() for _ in range(4)]
+    assert received == [
+        "STATUS=last heartbeat ok",
+        "STATUS=RELOAD FAILED (x): bad; last heartbeat ok",
+        "STATUS=RELOAD FAILED (x): bad; last heartbeat later",
+        "STATUS=last heartbeat later",
+    ]
 
 
 def test_a_one_shot_heartbeat_during_a_daemon_job_exits_75_naming_the_daemon(

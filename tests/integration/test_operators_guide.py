@@ -137,3 +137,25 @@ def test_every_unit_file_the_guide_names_exists() -> None:
     assert "systemd/memoryd.service" in files
     missing = sorted(name for name in files if not (REPOSITORY / name).is_file())
     assert not missing, missing
+
+
+def test_the_spend_recipe_sums_every_paid_job(journal: Path, tmp_path: Path) -> None:
+    if shutil.which("jq") is None:
+        pytest.skip("jq is not installed")
+    block = re.findall(r"```sh\n(.*?)```", guide_section("4."), re.DOTALL)[0]
+    recipe = next(part for part in block.split("\n\n") if part.startswith("# Spend today"))
+    # The captured heartbeat's own line, and a rewrite's, each given a price: markers cost 0.
+    heartbeat = {**finished_event(journal), "cost_usd": 0.25}
+    rewrite = {"event": "rewrite.finished", "level": "info", "run_id": "r", "cost_usd": 0.5}
+    lines = [PLAIN_LINE, json.dumps(heartbeat), json.dumps(rewrite)]
+    (tmp_path / "priced.txt").write_text("\n".join(lines) + "\n")
+    result = subprocess.run(
+        ["bash", "-c", 'set -euo pipefail\njournalctl() { cat "$JOURNAL"; }\n' + recipe],
+        env={"PATH": os.environ["PATH"], "JOURNAL": str(tmp_path / "priced.txt")},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert float(result.stdout) == 0.75

@@ -19,6 +19,7 @@ from tests.support.harness import Workspace
 from tests.support.rewrite import Planted, plant
 from tests.support.rewrite_run import run, summarizer
 
+from memoryd.daemon.status import collect_status
 from memoryd.errors import EXIT_OK
 from memoryd.jobs.environment import open_state
 from memoryd.jobs.rewrite import explain, poll_rewrite_batch, run_rewrite
@@ -283,3 +284,13 @@ def test_a_secret_the_model_writes_into_a_summary_is_redacted(ws: Workspace) -> 
     assert report.summaries == 1
     summary = ws.read(JANE)
     assert key not in summary and "[REDACTED:" in summary and "[jane-doe-001]" in summary
+
+
+def test_a_rewrites_paid_calls_count_in_status_spend_today(ws: Workspace) -> None:
+    settings = ws.settings()
+    with FakeAnthropicServer(handler=summarizer) as server:
+        report = run(ws, settings, server.base_url)
+    assert report.llm_calls == 1 and report.cost_usd > 0
+    spend = collect_status(settings, ws.environment())["spend_today"]
+    # No heartbeat ran today: every cent and call here is the rewrite's.
+    assert (spend["usd"], spend["calls"]) == (round(report.cost_usd, 6), 1)

@@ -39,8 +39,9 @@ def cmd_status(
         out.writelines(f"UNREADABLE FILES: {item['fix']}\n" for item in unreadable)
         out.writelines(f"STORE: {line}\n" for line in store_problems)
     # A transcript memoryd cannot read is never filed: the operator must act, as for an
-    # unreadable source path; so must they for a store refused or with entries set aside.
-    return EXIT_CONFIG if unreadable or store_problems else EXIT_OK
+    # unreadable source path; so must they for a store refused or with entries set aside, and
+    # for a configuration file the running daemon failed to reload.
+    return EXIT_CONFIG if unreadable or store_problems or report["reload_failed"] else EXIT_OK
 
 
 def _store_problems(config: LoadedConfig, environ: Mapping[str, str]) -> list[str]:

@@ -24,6 +24,8 @@ class Notifier:
         self._address = address
         watchdog = environ.get("WATCHDOG_USEC", "")
         self.watchdog_seconds = int(watchdog) / 1_000_000 if watchdog.isdigit() else None
+        self._standing: str | None = None
+        self._last_status = ""
 
     @property
     def enabled(self) -> bool:
@@ -43,11 +45,23 @@ class Notifier:
         return True
 
     def ready(self, status: str = "") -> bool:
+        self._last_status = status
         return self.send("READY=1", *([f"STATUS={status}"] if status else []))
 
     def status(self, text: str) -> bool:
-        # A status line is one line; systemd shows it in `systemctl status`.
-        return self.send("STATUS=" + " ".join(text.split()))
+        """Set the status line (one line; systemd shows it in `systemctl status`), led by the
+        standing problem if there is one."""
+        self._last_status = text
+        line = f"{self._standing}; {text}" if self._standing and text else self._standing or text
+        return self.send("STATUS=" + " ".join(line.split()))
+
+    def set_standing(self, problem: str | None) -> bool:
+        """A problem that leads every status line until it is set back to None (a failed
+        reload); the line is sent again at once."""
+        if problem == self._standing:
+            return False
+        self._standing = problem
+        return self.status(self._last_status)
 
     def watchdog(self) -> bool:
         return self.send("WATCHDOG=1")

@@ -20,7 +20,8 @@ Signals (through `memoryd.daemon.signals`, never in a handler): SIGTERM/SIGINT s
 and ask the running job to stop at its next safe point; a job waiting on the LLM is abandoned
 after a short grace (its plan is journalled, so nothing is lost or paid twice) and the process
 exits 0 well within `TimeoutStopSec`. SIGHUP reloads the configuration: validated first; an
-invalid one is logged and the old one kept. The daemon never exits 75.
+invalid one is logged and the old one kept, and leads `STATUS=` and `memoryd status` until a
+reload succeeds (`memoryd.daemon.record`). The daemon never exits 75.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ from apscheduler.triggers.date import DateTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
 from memoryd.daemon.notify import Notifier
+from memoryd.daemon.record import DaemonRecord, reschedule
 from memoryd.daemon.runner import JobRunner, JobTracker
 from memoryd.daemon.schedule import (
     CATCHUP_REWRITE_JOB,
@@ -76,7 +78,6 @@ from memoryd.jobs.heartbeat import run_heartbeat
 from memoryd.logs import get_logger
 from memoryd.settings import (
     LoadedConfig,
-    ScheduleSettings,
     Settings,
     check_environment,
     load_settings,
@@ -139,6 +140,7 @@ class Daemon:
         self.scheduler.add_listener(
             self._on_job_event, EVENT_JOB_ERROR | EVENT_JOB_MISSED | EVENT_JOB_MAX_INSTANCES
         )
+        self.record = DaemonRecord(self.scheduler, notifier, env, lambda: self.settings)
 
     @property
     def settings(self) -> Settings:
@@ -200,16 +202,19 @@ class Daemon:
         try:
             loaded = load_settings(path)
         except ConfigError as error:
-            log.error("config.reload_failed", path=str(path), problems=error.problems)
-            return False
+            return self.record.reload_failed(path, error.problems)
         report = check_environment(loaded.settings, self.env.environ)
         if not report.ok:
-            log.error("config.reload_failed", path=str(path), problems=report.problems)
-            return False
+            return self.record.reload_failed(path, report.problems)
         old, self.config = self.settings, loaded
-        self._reschedule(old.schedule, loaded.settings.schedule)
-        changed = changed_keys(old, loaded.settings)
-        log.info("config.reloaded", path=str(path), warnings=report.warnings, changed=changed)
+        reschedule(self.scheduler, old.schedule, loaded.settings.schedule)
+        log.info(
+            "config.reloaded",
+            path=str(path),
+            warnings=report.warnings,
+            changed=changed_keys(old, loaded.settings),
+            next_heartbeat=self.record.reloaded(),
+        )
         return True
 
     def _finish(self) -> int:
@@ -249,7 +254,7 @@ class Daemon:
             self._shutdown_scheduler()
             return
         self.notifier.ready("started; first heartbeat running")
-        log.info("daemon.ready", notify=self.notifier.enabled)
+        log.info("daemon.ready", notify=self.notifier.enabled, next_heartbeat=self.record.started())
 
     def _on_job_event(self, event: SchedulerEvent) -> None:
         assert isinstance(event, JobExecutionEvent)  # noqa: S101 - registered for job events only
@@ -306,13 +311,6 @@ class Daemon:
                 executor="watchdog",
                 misfire_grace_time=None,
             )
-
-    def _reschedule(self, old: ScheduleSettings, new: ScheduleSettings) -> None:
-        if new.heartbeat_minutes != old.heartbeat_minutes:
-            self.scheduler.reschedule_job(HEARTBEAT_JOB, trigger=heartbeat_trigger(new))
-            self.scheduler.modify_job(HEARTBEAT_JOB, misfire_grace_time=new.heartbeat_minutes * 60)
-        if (new.rewrite_cron, new.timezone) != (old.rewrite_cron, old.timezone):
-            self.scheduler.reschedule_job(REWRITE_JOB, trigger=rewrite_trigger(new))
 
     def rewrite_overdue(self) -> bool:
         with open_state(self.settings, self.env) as state:

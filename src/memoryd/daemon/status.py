@@ -1,9 +1,11 @@
 """`memoryd status [--json]`: what the daemon did, what it will do, what waits (docs/cli.md).
 
 Reported: the last heartbeat (time, outcome, commit and counters), runs that started and never
-finished, the next runs (computed from the schedule and the last run: `status` does not talk to
-the daemon), each source's lag in bytes not read yet, quarantined chunks, pending entities, spend
-today (UTC day) against `budget.daily_usd`, the last rewrite, and `llm_unusable`: the LLM's
+finished, the next runs (`status` does not talk to the daemon: the next heartbeat is the one the
+running daemon recorded in the state database, `memoryd.daemon.record`, else the last run plus
+the configured interval), a failed reload the running daemon stands on, each source's lag in
+bytes not read yet, quarantined chunks, pending entities, spend today (UTC day, every paid
+job) against `budget.daily_usd`, the last rewrite, and `llm_unusable`: the LLM's
 run-level problem (a refused key, a retired model, no credit, ...) with what to fix, from the run
 that met it until a call succeeds again. With `git.push`, `sync`: unpushed and behind commits,
 the last successful pull and push, and a push failing job after job; and
@@ -24,6 +26,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from memoryd.daemon.record import daemon_heartbeat, standing_reload_failure
 from memoryd.daemon.schedule import REWRITE_STALE_AFTER, rewrite_trigger
 from memoryd.jobs.environment import Environment
 from memoryd.jobs.index_state import reading_status
@@ -81,7 +84,11 @@ def collect_status(settings: Settings, env: Environment) -> dict[str, Any]:
             for run in state.runs.unfinished()
             if (done := state.runs.last(run.job)) is None or run.sequence > done.sequence
         ]
-        report["next_runs"] = _next_runs(settings, now, last, state.rewrites.last_success())
+        daemons = daemon_heartbeat(state.meta, None if last is None else last.started_at)
+        report["next_runs"] = _next_runs(
+            settings, now, last, state.rewrites.last_success(), daemons
+        )
+        report["reload_failed"] = standing_reload_failure(state.meta)
         report["quarantined"] = [
             {
                 "chunk_key": record.chunk_key,
@@ -165,6 +172,7 @@ def _empty_state(settings: Settings, now: datetime) -> dict[str, Any]:
         "llm_unusable": None,
         "unfinished_runs": [],
         "next_runs": _next_runs(settings, now, None, None),
+        "reload_failed": None,
         "quarantined": [],
         "failing_chunks": 0,
         "pending_entities": [],
@@ -192,10 +200,16 @@ def _run(run: RunRecord) -> dict[str, Any]:
 
 
 def _next_runs(
-    settings: Settings, now: datetime, last: RunRecord | None, last_rewrite: datetime | None
+    settings: Settings,
+    now: datetime,
+    last: RunRecord | None,
+    last_rewrite: datetime | None,
+    daemons: datetime | None = None,
 ) -> dict[str, Any]:
     schedule = settings.schedule
-    if last is None:
+    if daemons is not None:
+        heartbeat: datetime | None = daemons  # the running daemon's own trigger
+    elif last is None:
         heartbeat = None  # the daemon runs one as soon as it starts
     else:
         heartbeat = last.started_at + timedelta(minutes=schedule.heartbeat_minutes)
@@ -270,6 +284,7 @@ def render_status(report: dict[str, Any]) -> str:
             + (f", stopped early: {counters['stop_reason']}" if counters.get("stop_reason") else "")
         )
     lines.extend(_unusable_lines(report["llm_unusable"]))
+    lines.extend(_reload_lines(report.get("reload_failed")))
     lines.extend(sync_lines(report.get("sync")))
     if report.get("repository_problem"):
         lines.append(f"REPOSITORY: {report['repository_problem']}")
@@ -328,6 +343,16 @@ def render_status(report: dict[str, Any]) -> str:
             f"in the log){f'; paused until {paused}' if paused else ''}"
         )
     return "\n".join(lines) + "\n"
+
+
+def _reload_lines(failed: dict[str, Any] | None) -> list[str]:
+    if not failed:
+        return []
+    return [
+        f"RELOAD FAILED at {failed['at']}: {failed['path']} is invalid; the daemon runs on the "
+        "old configuration until a reload succeeds (`systemctl reload memoryd`)",
+        *(f"  {problem}" for problem in failed["problems"] or ()),
+    ]
 
 
 def _unusable_lines(problem: dict[str, Any] | None) -> list[str]:
