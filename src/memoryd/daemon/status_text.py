@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from memoryd.extractors.counters import describe_counts
 from memoryd.jobs.sync_health import sync_lines
+from memoryd.wording import plural
 
 # Skipped files listed one per line in the text status; the JSON has them all.
 _SKIPPED_SHOWN = 5
@@ -24,7 +26,7 @@ def render_status(report: dict[str, Any]) -> str:
         counters = last["counters"]
         lines.append(
             f"last heartbeat: {last['started_at']} {last['outcome']}, commit "
-            f"{(last['commit'] or 'none')[:12]}, +{counters.get('facts_added', 0)} facts, "
+            f"{(last['commit'] or 'none')[:12]}, {describe_counts(counters)}, "
             f"${float(counters.get('cost_usd') or 0):.4f}"
             + (f", stopped early: {counters['stop_reason']}" if counters.get("stop_reason") else "")
         )
@@ -50,8 +52,8 @@ def render_status(report: dict[str, Any]) -> str:
             )
             continue
         lines.append(
-            f"source {source['agent']} {source['source']}: {source['files']} files, "
-            f"{source['lag_bytes']} bytes not read yet"
+            f"source {source['agent']} {source['source']}: {plural(source['files'], 'file')}, "
+            f"{plural(source['lag_bytes'], 'byte')} not read yet"
         )
         skipped = list(source.get("skipped", ()))
         lines.extend(
@@ -65,7 +67,7 @@ def render_status(report: dict[str, Any]) -> str:
     budget = f"${spend['budget_usd']:.2f}" if spend["budget_usd"] else "no ceiling"
     lines.append(
         f"spend today ({spend['day']} UTC): ${spend['usd']:.4f} of {budget}, "
-        f"{spend['calls']} calls{' - budget exhausted' if spend['exhausted'] else ''}"
+        f"{plural(spend['calls'], 'call')}{' - budget exhausted' if spend['exhausted'] else ''}"
     )
     lines.append(
         f"quarantined chunks: {len(report['quarantined'])} "
@@ -75,8 +77,9 @@ def render_status(report: dict[str, Any]) -> str:
         lines.append(f"  {item['chunk_key']}: {item['last_error']}")
     lines.append(f"pending entities: {len(report['pending_entities'])}")
     for entity in report["pending_entities"]:
-        lines.append(f"  {entity['kind']} {entity['name']}: {entity['facts']} facts")
-    lines.append(f"tips held for review: {report['review_held']} (run `memoryd review`)")
+        lines.append(f"  {entity['kind']} {entity['name']}: {plural(entity['facts'], 'fact')}")
+    # Worded as the heartbeat's commit and `memoryd review` word it: "5 held for review".
+    lines.append(f"{report['review_held']} held for review (run `memoryd review`)")
     rewrite_info = report["last_rewrite"]
     lines.append(f"last rewrite: {rewrite_info['succeeded_at'] or 'never'}")
     reading = report["reading"]

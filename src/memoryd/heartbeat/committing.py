@@ -96,7 +96,7 @@ def commit_files(
     if not intent.writes:
         return None
     run.report.commit = uow.apply_and_commit(
-        commit_message(run.report.counters),
+        commit_message(run.report.counters, intent.writes),
         {RUN_TRAILER: run.run_id, **trailers},
         scanner=scan_secrets,
     )
