@@ -4,7 +4,8 @@ Reported: the last heartbeat (time, outcome, commit and counters), runs that sta
 finished, the next runs (`status` does not talk to the daemon: the next heartbeat is the one the
 running daemon recorded in the state database, `memoryd.daemon.record`, else the last run plus
 the configured interval), a failed reload the running daemon stands on, each source's lag in
-bytes not read yet, quarantined chunks, pending entities, spend today (UTC day, every paid
+bytes not read yet, quarantined chunks, over-long lines dropped unread in the last days
+(`memoryd.extractors.dropped_lines`), pending entities, spend today (UTC day, every paid
 job) against `budget.daily_usd`, the last rewrite, and `llm_unusable`: the LLM's
 run-level problem (a refused key, a retired model, no credit, ...) with what to fix, from the run
 that met it until a call succeeds again. With `git.push`, `sync`: unpushed and behind commits,
@@ -29,6 +30,7 @@ from typing import Any
 from memoryd.daemon.record import daemon_heartbeat, standing_reload_failure
 from memoryd.daemon.schedule import REWRITE_STALE_AFTER, rewrite_trigger
 from memoryd.daemon.status_text import render_status as render_status  # noqa: PLC0414 - re-exported
+from memoryd.extractors.dropped_lines import recent_dropped
 from memoryd.jobs.environment import Environment
 from memoryd.jobs.index_state import reading_status
 from memoryd.jobs.lock import LOCK_NAME, read_holder
@@ -88,6 +90,7 @@ def collect_status(settings: Settings, env: Environment) -> dict[str, Any]:
             settings, now, last, state.rewrites.last_success(), daemons
         )
         report["reload_failed"] = standing_reload_failure(state.meta)
+        report["dropped_lines"] = recent_dropped(state.meta, now)
         report["quarantined"] = [
             {
                 "chunk_key": record.chunk_key,
@@ -172,6 +175,7 @@ def _empty_state(settings: Settings, now: datetime) -> dict[str, Any]:
         "unfinished_runs": [],
         "next_runs": _next_runs(settings, now, None, None),
         "reload_failed": None,
+        "dropped_lines": [],
         "quarantined": [],
         "failing_chunks": 0,
         "pending_entities": [],

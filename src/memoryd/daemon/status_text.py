@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from memoryd.extractors.counters import describe_counts
+from memoryd.extractors.dropped_lines import SHOWN_DAYS
 from memoryd.jobs.sync_health import sync_lines
 from memoryd.wording import plural
 
@@ -75,6 +76,7 @@ def render_status(report: dict[str, Any]) -> str:
     )
     for item in report["quarantined"]:
         lines.append(f"  {item['chunk_key']}: {item['last_error']}")
+    lines.extend(_dropped_lines(report.get("dropped_lines") or []))
     lines.append(f"pending entities: {len(report['pending_entities'])}")
     for entity in report["pending_entities"]:
         lines.append(f"  {entity['kind']} {entity['name']}: {plural(entity['facts'], 'fact')}")
@@ -91,6 +93,16 @@ def render_status(report: dict[str, Any]) -> str:
             f"in the log){f'; paused until {paused}' if paused else ''}"
         )
     return "\n".join(lines) + "\n"
+
+
+def _dropped_lines(dropped: list[dict[str, Any]]) -> list[str]:
+    """Over-long lines skipped unread lately: text of a conversation that is never filed."""
+    return [
+        f"DROPPED: {plural(item['lines'], 'over-long line')} of {item['path']} "
+        f"(agent {item['agent']}) skipped unread at {item['at']}; its text is never filed "
+        f"(shown for {SHOWN_DAYS} days)"
+        for item in dropped
+    ]
 
 
 def _reload_lines(failed: dict[str, Any] | None) -> list[str]:
