@@ -13,6 +13,8 @@ from tests.support.harness import NOW, Workspace, turn
 from memoryd.daemon.status import collect_status
 from memoryd.daemon.status_text import render_status
 from memoryd.extractors.counters import describe_counts
+from memoryd.extractors.intake import AHEAD_KEY
+from memoryd.jobs.environment import open_state
 from memoryd.jobs.heartbeat import run_heartbeat
 from memoryd.settings import Settings
 from memoryd.sources.reader import DEFAULT_MAX_LINE_BYTES
@@ -91,3 +93,28 @@ def test_a_dropped_over_long_line_is_a_warning_and_stays_in_status_for_a_week(
     later = collect_status(settings, ws.environment())
     assert later["dropped_lines"] == []
     assert "DROPPED" not in render_status(later)
+
+
+def test_status_does_not_count_lines_filed_ahead_of_a_held_back_cursor_as_unread(
+    ws: Workspace,
+) -> None:
+    settings = markers(ws)
+    path = ws.write_log(
+        "a.jsonl",
+        [turn("user", "remember: person Jane Doe: Joined Acme", "2026-03-01T09:00:00Z")],
+    )
+    run_heartbeat(settings, ws.environment())
+    later = [turn("user", f"line {n}", f"2026-03-0{n}T09:00:00Z") for n in (2, 3, 4)]
+    ws.write_log("a.jsonl", later, append=True)
+    waiting = len((json.dumps(later[0]) + "\n").encode())
+    filed = len(path.read_bytes()) - len(path.read_bytes().split(b"\n", 2)[0]) - 1 - waiting
+    # Lines 3 and 4 were filed by later chunks while the chunk of line 2 waits (it failed):
+    # the cursor stays before line 2 and the filed lines are recorded as ahead of it.
+    with open_state(settings, ws.environment()) as state:
+        state.meta.set_json(AHEAD_KEY, {str(path): [[3, 4]]})
+    source = collect_status(settings, ws.environment())["sources"][0]
+    assert source["lag_bytes"] == waiting
+    assert source["filed_ahead_bytes"] == filed
+    assert source["lagging_files"] == {str(path): waiting}
+    text = render_status(collect_status(settings, ws.environment()))
+    assert f"{waiting} bytes not read yet ({filed} bytes after a held-back chunk" in text

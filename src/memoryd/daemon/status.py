@@ -31,6 +31,7 @@ from memoryd.daemon.record import daemon_heartbeat, standing_reload_failure
 from memoryd.daemon.schedule import REWRITE_STALE_AFTER, rewrite_trigger
 from memoryd.daemon.status_text import render_status as render_status  # noqa: PLC0414 - re-exported
 from memoryd.extractors.dropped_lines import recent_dropped
+from memoryd.extractors.intake import AHEAD_KEY
 from memoryd.jobs.environment import Environment
 from memoryd.jobs.index_state import reading_status
 from memoryd.jobs.lock import LOCK_NAME, read_holder
@@ -125,7 +126,8 @@ def collect_status(settings: Settings, env: Environment) -> dict[str, Any]:
             "succeeded_at": _iso(last_rewrite),
             "last_run": None if rewrite_run is None else _run(rewrite_run),
         }
-    report["sources"] = _sources(settings, cursors)
+        ahead = state.meta.get_json(AHEAD_KEY) or {}
+    report["sources"] = _sources(settings, cursors, ahead)
     report["sync"] = sync_report(settings)
     report["repository_problem"] = repository_problem(settings.store.path)
     return report
@@ -227,7 +229,13 @@ def _next_runs(
     }
 
 
-def _sources(settings: Settings, cursors: dict[tuple[str, str, str], str]) -> list[dict[str, Any]]:
+def _sources(
+    settings: Settings,
+    cursors: dict[tuple[str, str, str], str],
+    ahead: dict[str, list[list[int]]] | None = None,
+) -> list[dict[str, Any]]:
+    """Per source, what is not read yet. A file whose cursor is held back behind a chunk that
+    failed has later lines filed already (`ahead`, line ranges): those are not counted."""
     result = []
     for source in build_sources(settings):
         mine = {
@@ -237,12 +245,20 @@ def _sources(settings: Settings, cursors: dict[tuple[str, str, str], str]) -> li
         }
         report = source.reader.lag_report(mine)
         lags = report.lags
+        filed_ahead = 0
+        for path, ranges in (ahead or {}).items():
+            cursor = mine.get(path)
+            if cursor is not None and lags.get(path) == _size(path) - cursor.position > 0:
+                filed = filed_ahead_bytes(Path(path), cursor, ranges)
+                lags[path] -= filed
+                filed_ahead += filed
         result.append(
             {
                 "agent": source.agent,
                 "source": source.key,
                 "files": len(lags),
                 "lag_bytes": sum(lags.values()),
+                "filed_ahead_bytes": filed_ahead,
                 "lagging_files": {path: lag for path, lag in sorted(lags.items()) if lag},
                 # What cannot be read: never shown as an empty source.
                 "unreadable": report.unreadable,
@@ -250,6 +266,31 @@ def _sources(settings: Settings, cursors: dict[tuple[str, str, str], str]) -> li
             }
         )
     return result
+
+
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return -1
+
+
+def filed_ahead_bytes(path: Path, cursor: FileCursor, ranges: list[list[int]]) -> int:
+    """The bytes of the lines in `ranges` (1-based, inclusive) after the cursor's position: what
+    later chunks of a file filed while an earlier one waits. 0 when the file cannot be read."""
+    wanted = [(int(first), int(last)) for first, last in ranges]
+    total = 0
+    try:
+        with path.open("rb") as handle:
+            handle.seek(cursor.position)
+            for number, line in enumerate(handle, start=cursor.line + 1):
+                if number > max((last for _first, last in wanted), default=0):
+                    break
+                if any(first <= number <= last for first, last in wanted):
+                    total += len(line)
+    except OSError:
+        return 0
+    return total
 
 
 def _live_holder(lock: Path) -> int | None:

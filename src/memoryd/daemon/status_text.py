@@ -55,6 +55,12 @@ def render_status(report: dict[str, Any]) -> str:
         lines.append(
             f"source {source['agent']} {source['source']}: {plural(source['files'], 'file')}, "
             f"{plural(source['lag_bytes'], 'byte')} not read yet"
+            + (
+                f" ({plural(source['filed_ahead_bytes'], 'byte')} after a held-back chunk "
+                "filed already)"
+                if source.get("filed_ahead_bytes")
+                else ""
+            )
         )
         skipped = list(source.get("skipped", ()))
         lines.extend(
