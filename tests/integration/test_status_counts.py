@@ -46,6 +46,7 @@ def test_the_commit_and_status_word_the_heartbeats_counters_the_same(ws: Workspa
     assert ws.commits()[0] == f"heartbeat: {words}"
     status = collect_status(settings, ws.environment())
     assert describe_counts(status["last_heartbeat"]["counters"]) == words
+    assert status["last_heartbeat"]["summary"] == words  # in the JSON too
     text = render_status(status)
     assert "+1 fact, 1 entity, 1 tacit line, $0.0000" in text
     assert "1 file, 0 bytes not read yet" in text

@@ -30,6 +30,7 @@ from typing import Any
 from memoryd.daemon.record import daemon_heartbeat, standing_reload_failure
 from memoryd.daemon.schedule import REWRITE_STALE_AFTER, rewrite_trigger
 from memoryd.daemon.status_text import render_status as render_status  # noqa: PLC0414 - re-exported
+from memoryd.extractors.counters import describe_counts
 from memoryd.extractors.dropped_lines import recent_dropped
 from memoryd.extractors.intake import AHEAD_KEY
 from memoryd.jobs.environment import Environment
@@ -76,7 +77,10 @@ def collect_status(settings: Settings, env: Environment) -> dict[str, Any]:
             for record in state.cursors.all()
         }
         last = state.runs.last("heartbeat")
-        report["last_heartbeat"] = None if last is None else _run(last)
+        # `summary`: its counts in the words of its printed line and commit subject.
+        report["last_heartbeat"] = (
+            None if last is None else {**_run(last), "summary": describe_counts(last.counters)}
+        )
         report["llm_unusable"] = _current_problem(unusable_llm(state.meta), settings)
         # A run with no end is running now or was killed; one recorded before its job's last
         # finished run was killed and has been superseded, so it is history, not status. Runs
