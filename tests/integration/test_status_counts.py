@@ -136,3 +136,14 @@ def test_a_tip_held_by_several_chunks_counts_once_in_the_commit_and_in_status(
     assert ws.commits()[0].endswith("1 held for review")
     text = render_status(collect_status(settings, ws.environment()))
     assert "1 held for review (run `memoryd review`)" in text
+
+
+def test_a_file_of_one_dropped_line_is_listed_too(ws: Workspace) -> None:
+    settings = markers(ws)
+    huge = turn("user", "x" * (DEFAULT_MAX_LINE_BYTES + 10), "2026-03-01T08:00:00Z")
+    path = ws.write_log("a.jsonl", [huge])
+    run_heartbeat(settings, ws.environment())
+    status = collect_status(settings, ws.environment())
+    assert [(item["path"], item["lines"]) for item in status["dropped_lines"]] == [(str(path), 1)]
+    run_heartbeat(settings, ws.environment())  # nothing new: listed once, not again
+    assert len(collect_status(settings, ws.environment())["dropped_lines"]) == 1
