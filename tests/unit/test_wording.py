@@ -27,5 +27,6 @@ def test_a_count_takes_the_number_of_its_noun(count: int, word: str, expected: s
 
 
 def test_a_phrase_takes_the_plural_of_its_last_word() -> None:
-    assert plural_of("chunk sent") == "chunk sents"  # a noun phrase only, as documented
+    assert plural_of("over-long line") == "over-long lines"
     assert plural_of("summary") == "summaries"
+    assert plural_of("day") == "days"  # a vowel before the y: regular
