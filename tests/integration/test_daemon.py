@@ -212,7 +212,7 @@ def test_ready_first_then_the_startup_heartbeat_commits_then_sigterm_exits_0(
     assert json.loads(shown.stdout)["last_heartbeat"]["commit"] == finished["commit"]
 
     status = notify.wait_for(lambda m: m.startswith("STATUS=last heartbeat"))
-    assert "+1 facts" in status
+    assert "+1 fact, 1 entity;" in status
     assert finished["commit"][:12] in status
     notify.wait_for(lambda m: m == "WATCHDOG=1")
 

@@ -83,7 +83,7 @@ def test_access_bumps_are_exact_over_two_days(ws: Workspace) -> None:
     report = heartbeat(ws, settings)
     assert report.commit is not None and report.counters.accesses == 3
     assert jane_facts(ws) == {"jane-doe-001": (2, "2026-03-10"), "jane-doe-002": (1, "2026-03-10")}
-    assert ws.commits()[0] == "heartbeat: +0 facts, 0 entities, 0 skills, 0 notes, 3 accesses"
+    assert ws.commits()[0] == "heartbeat: 3 accesses"
     counted = json.loads(ws.read(".memoryd/reads/localhost.json"))["counted"]
     assert ["2026-03-10", "ops", "jane-doe-001"] in counted
 

@@ -294,3 +294,19 @@ def test_a_rewrites_paid_calls_count_in_status_spend_today(ws: Workspace) -> Non
     spend = collect_status(settings, ws.environment())["spend_today"]
     # No heartbeat ran today: every cent and call here is the rewrite's.
     assert (spend["usd"], spend["calls"]) == (round(report.cost_usd, 6), 1)
+
+
+def test_the_dry_runs_archived_count_is_what_the_rewrite_archives(ws: Workspace) -> None:
+    settings = ws.settings("markers")
+    predicted = run_rewrite(settings, ws.environment(), dry_run=True).plan
+    assert predicted is not None
+    done = run(ws, settings, None)
+    assert predicted["archived"] == done.archived == 1  # Acme: only cold facts
+    # What the rewrite remembered is lost (a rebuilt state database): every entity is selected
+    # again, but Acme's summary is already the cold-facts form and is not archived again.
+    with open_state(settings, ws.environment()) as state:
+        state.db.execute("DELETE FROM entity_rewrites")
+    again = run_rewrite(settings, ws.environment(), dry_run=True).plan
+    assert again is not None
+    assert "companies/acme" in again["selected"]
+    assert again["archived"] == run(ws, settings, None).archived == 0

@@ -88,7 +88,7 @@ def test_status_reports_the_last_heartbeat_lag_spend_and_pending(ws: Workspace) 
 
     text = render_status(status)
     assert report.commit is not None
-    assert f"ok, commit {report.commit[:12]}, +1 facts, $0.0000" in text
+    assert f"ok, commit {report.commit[:12]}, +1 fact, 1 entity, $0.0000" in text
     assert "spend today (2026-03-10 UTC): $1.2500 of $2.50" in text
     # The same state and clock give the same bytes.
     assert json.dumps(status, sort_keys=True) == json.dumps(

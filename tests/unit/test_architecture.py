@@ -20,6 +20,7 @@ BASE = {
     "charsafe",
     "collector",
     "settings",
+    "wording",
 }
 FOUNDATION = {"sources", "gitrepo", "worktree", "store", "state", "llm", "prompts"}
 JOBS = {"extractors", "heartbeat", "rewrite"}
@@ -30,6 +31,7 @@ ALLOWED: dict[str, set[str]] = {
     "__main__": {"cli"},
     "errors": set(),
     "charsafe": set(),
+    "wording": set(),
     "collector": set(),
     "redaction": {"errors"},
     "logs": {"memoryd", "redaction", "errors"},

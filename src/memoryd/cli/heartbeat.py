@@ -17,10 +17,12 @@ from typing import TextIO
 from memoryd.cli.progress import TerminalProgress
 from memoryd.daemon.preflight import store_not_ready, warn_if_root
 from memoryd.errors import EXIT_OK, EXIT_USAGE, ConfigError
+from memoryd.extractors.counters import describe_counts
 from memoryd.jobs.environment import LOCK_WAIT_SECONDS, Environment
 from memoryd.jobs.heartbeat import dry_run_heartbeat, run_heartbeat
 from memoryd.jobs.lock import single_writer
 from memoryd.settings import LoadedConfig, state_directory
+from memoryd.wording import plural
 
 
 def cmd_heartbeat(
@@ -51,12 +53,9 @@ def cmd_heartbeat(
         finally:
             if progress is not None:
                 progress.close()
-    counters = result.counters
     print(
-        f"heartbeat {result.outcome}: +{counters.facts_added} facts, "
-        f"{counters.facts_superseded} superseded, {counters.entities_created} entities, "
-        f"{counters.skills_added} skills, {counters.notes_added} notes; "
-        f"{result.chunks_extracted} chunks extracted, {result.chunks_failed} failed; "
+        f"heartbeat {result.outcome}: {describe_counts(result.counters)}; "
+        f"{plural(result.chunks_extracted, 'chunk')} extracted, {result.chunks_failed} failed; "
         f"${result.cost_usd:.4f}; commit {result.commit or 'none'}",
         file=out,
     )

@@ -12,7 +12,8 @@ import json
 from collections.abc import Mapping
 from typing import Any, TextIO
 
-from memoryd.daemon.status import collect_status, render_status
+from memoryd.daemon.status import collect_status
+from memoryd.daemon.status_text import render_status
 from memoryd.errors import EXIT_CONFIG, EXIT_OK, MemorydError
 from memoryd.jobs.environment import LOCK_WAIT_SECONDS, Environment, open_state
 from memoryd.jobs.lock import single_writer

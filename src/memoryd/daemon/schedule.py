@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
+from memoryd.extractors.counters import describe_counts
 from memoryd.settings import LLMSettings, ScheduleSettings
+from memoryd.wording import plural
 
 if TYPE_CHECKING:
     from memoryd.extractors.report import HeartbeatReport
@@ -71,11 +73,10 @@ def status_line(report: HeartbeatReport, at: datetime) -> str:
             f"LLM UNUSABLE ({problem.kind}, {status}{problem.endpoint or 'endpoint unknown'}, "
             f"model {problem.model}) at the heartbeat of {when}: {problem.remedy}"
         )
-    c = report.counters
     commit = report.commit[:12] if report.commit else "none"
     sync = f"SYNC FAILING ({report.sync_problem}); " if report.sync_problem else ""
     return (
         f"{sync}last heartbeat {when} {report.outcome}: "
-        f"+{c.facts_added} facts, {c.entities_created} entities, {report.chunks_extracted} "
-        f"chunks sent, {report.chunks_failed} failed, ${report.cost_usd:.4f}, commit {commit}"
+        f"{describe_counts(report.counters)}; {plural(report.chunks_extracted, 'chunk')} sent, "
+        f"{report.chunks_failed} failed, ${report.cost_usd:.4f}, commit {commit}"
     )

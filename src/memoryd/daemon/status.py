@@ -4,7 +4,8 @@ Reported: the last heartbeat (time, outcome, commit and counters), runs that sta
 finished, the next runs (`status` does not talk to the daemon: the next heartbeat is the one the
 running daemon recorded in the state database, `memoryd.daemon.record`, else the last run plus
 the configured interval), a failed reload the running daemon stands on, each source's lag in
-bytes not read yet, quarantined chunks, pending entities, spend today (UTC day, every paid
+bytes not read yet, quarantined chunks, over-long lines dropped unread in the last days
+(`memoryd.extractors.dropped_lines`), pending entities, spend today (UTC day, every paid
 job) against `budget.daily_usd`, the last rewrite, and `llm_unusable`: the LLM's
 run-level problem (a refused key, a retired model, no credit, ...) with what to fix, from the run
 that met it until a call succeeds again. With `git.push`, `sync`: unpushed and behind commits,
@@ -28,11 +29,15 @@ from typing import Any
 
 from memoryd.daemon.record import daemon_heartbeat, standing_reload_failure
 from memoryd.daemon.schedule import REWRITE_STALE_AFTER, rewrite_trigger
+from memoryd.daemon.status_text import render_status as render_status  # noqa: PLC0414 - re-exported
+from memoryd.extractors.counters import describe_counts
+from memoryd.extractors.dropped_lines import recent_dropped
+from memoryd.extractors.intake import AHEAD_KEY
 from memoryd.jobs.environment import Environment
 from memoryd.jobs.index_state import reading_status
 from memoryd.jobs.lock import LOCK_NAME, read_holder
 from memoryd.jobs.sources import build_sources
-from memoryd.jobs.sync_health import repository_problem, sync_lines, sync_report
+from memoryd.jobs.sync_health import repository_problem, sync_report
 from memoryd.llm.base import MODEL_KINDS
 from memoryd.settings import Settings, state_directory
 from memoryd.sources.cursor import FileCursor
@@ -44,8 +49,6 @@ from memoryd.store.review import count_held_files
 # Enough to ride out a WAL checkpoint; far below anything a person would call waiting.
 STATUS_BUSY_TIMEOUT_MS = 200
 _ERROR_CHARS = 300
-# Skipped files listed one per line in the text status; the JSON has them all.
-_SKIPPED_SHOWN = 5
 
 
 def collect_status(settings: Settings, env: Environment) -> dict[str, Any]:
@@ -74,7 +77,10 @@ def collect_status(settings: Settings, env: Environment) -> dict[str, Any]:
             for record in state.cursors.all()
         }
         last = state.runs.last("heartbeat")
-        report["last_heartbeat"] = None if last is None else _run(last)
+        # `summary`: its counts in the words of its printed line and commit subject.
+        report["last_heartbeat"] = (
+            None if last is None else {**_run(last), "summary": describe_counts(last.counters)}
+        )
         report["llm_unusable"] = _current_problem(unusable_llm(state.meta), settings)
         # A run with no end is running now or was killed; one recorded before its job's last
         # finished run was killed and has been superseded, so it is history, not status. Runs
@@ -89,6 +95,7 @@ def collect_status(settings: Settings, env: Environment) -> dict[str, Any]:
             settings, now, last, state.rewrites.last_success(), daemons
         )
         report["reload_failed"] = standing_reload_failure(state.meta)
+        report["dropped_lines"] = recent_dropped(state.meta, now)
         report["quarantined"] = [
             {
                 "chunk_key": record.chunk_key,
@@ -123,7 +130,8 @@ def collect_status(settings: Settings, env: Environment) -> dict[str, Any]:
             "succeeded_at": _iso(last_rewrite),
             "last_run": None if rewrite_run is None else _run(rewrite_run),
         }
-    report["sources"] = _sources(settings, cursors)
+        ahead = state.meta.get_json(AHEAD_KEY) or {}
+    report["sources"] = _sources(settings, cursors, ahead)
     report["sync"] = sync_report(settings)
     report["repository_problem"] = repository_problem(settings.store.path)
     return report
@@ -173,6 +181,7 @@ def _empty_state(settings: Settings, now: datetime) -> dict[str, Any]:
         "unfinished_runs": [],
         "next_runs": _next_runs(settings, now, None, None),
         "reload_failed": None,
+        "dropped_lines": [],
         "quarantined": [],
         "failing_chunks": 0,
         "pending_entities": [],
@@ -224,7 +233,13 @@ def _next_runs(
     }
 
 
-def _sources(settings: Settings, cursors: dict[tuple[str, str, str], str]) -> list[dict[str, Any]]:
+def _sources(
+    settings: Settings,
+    cursors: dict[tuple[str, str, str], str],
+    ahead: dict[str, list[list[int]]] | None = None,
+) -> list[dict[str, Any]]:
+    """Per source, what is not read yet. A file whose cursor is held back behind a chunk that
+    failed has later lines filed already (`ahead`, line ranges): those are not counted."""
     result = []
     for source in build_sources(settings):
         mine = {
@@ -234,12 +249,20 @@ def _sources(settings: Settings, cursors: dict[tuple[str, str, str], str]) -> li
         }
         report = source.reader.lag_report(mine)
         lags = report.lags
+        filed_ahead = 0
+        for path, ranges in (ahead or {}).items():
+            cursor = mine.get(path)
+            if cursor is not None and lags.get(path) == _size(path) - cursor.position > 0:
+                filed = filed_ahead_bytes(Path(path), cursor, ranges)
+                lags[path] -= filed
+                filed_ahead += filed
         result.append(
             {
                 "agent": source.agent,
                 "source": source.key,
                 "files": len(lags),
                 "lag_bytes": sum(lags.values()),
+                "filed_ahead_bytes": filed_ahead,
                 "lagging_files": {path: lag for path, lag in sorted(lags.items()) if lag},
                 # What cannot be read: never shown as an empty source.
                 "unreadable": report.unreadable,
@@ -247,6 +270,31 @@ def _sources(settings: Settings, cursors: dict[tuple[str, str, str], str]) -> li
             }
         )
     return result
+
+
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return -1
+
+
+def filed_ahead_bytes(path: Path, cursor: FileCursor, ranges: list[list[int]]) -> int:
+    """The bytes of the lines in `ranges` (1-based, inclusive) after the cursor's position: what
+    later chunks of a file filed while an earlier one waits. 0 when the file cannot be read."""
+    wanted = [(int(first), int(last)) for first, last in ranges]
+    total = 0
+    try:
+        with path.open("rb") as handle:
+            handle.seek(cursor.position)
+            for number, line in enumerate(handle, start=cursor.line + 1):
+                if number > max((last for _first, last in wanted), default=0):
+                    break
+                if any(first <= number <= last for first, last in wanted):
+                    total += len(line)
+    except OSError:
+        return 0
+    return total
 
 
 def _live_holder(lock: Path) -> int | None:
@@ -265,114 +313,3 @@ def _live_holder(lock: Path) -> int | None:
 
 def _iso(moment: datetime | None) -> str | None:
     return None if moment is None else moment.astimezone(UTC).isoformat()
-
-
-def render_status(report: dict[str, Any]) -> str:
-    """The report for people, one fact per line."""
-    lines = [f"memoryd status at {report['now']}", f"store: {report['store']}"]
-    if report["lock_holder_pid"]:
-        lines.append(f"running now: pid {report['lock_holder_pid']} holds the lock")
-    last = report["last_heartbeat"]
-    if last is None:
-        lines.append("last heartbeat: none yet")
-    else:
-        counters = last["counters"]
-        lines.append(
-            f"last heartbeat: {last['started_at']} {last['outcome']}, commit "
-            f"{(last['commit'] or 'none')[:12]}, +{counters.get('facts_added', 0)} facts, "
-            f"${float(counters.get('cost_usd') or 0):.4f}"
-            + (f", stopped early: {counters['stop_reason']}" if counters.get("stop_reason") else "")
-        )
-    lines.extend(_unusable_lines(report["llm_unusable"]))
-    lines.extend(_reload_lines(report.get("reload_failed")))
-    lines.extend(sync_lines(report.get("sync")))
-    if report.get("repository_problem"):
-        lines.append(f"REPOSITORY: {report['repository_problem']}")
-    for run in report["unfinished_runs"]:
-        lines.append(f"unfinished: {run['job']} {run['run_id']} since {run['started_at']}")
-    nxt = report["next_runs"]
-    heartbeat = nxt["heartbeat"] or "when the daemon starts"
-    lines.append(f"next heartbeat: {heartbeat}{' (overdue)' if nxt['heartbeat_overdue'] else ''}")
-    rewrite = nxt["rewrite"]
-    if nxt["rewrite_catch_up_at_start"]:
-        rewrite += " (also right after the daemon starts: the last one is over a week old)"
-    lines.append(f"next rewrite: {rewrite}")
-    for source in report["sources"]:
-        if source.get("unreadable"):
-            lines.append(
-                f"source {source['agent']} {source['source']}: UNREADABLE "
-                f"({source['unreadable']}); nothing is read from it until that is fixed"
-            )
-            continue
-        lines.append(
-            f"source {source['agent']} {source['source']}: {source['files']} files, "
-            f"{source['lag_bytes']} bytes not read yet"
-        )
-        skipped = list(source.get("skipped", ()))
-        lines.extend(
-            f"  skipped {item['path']}: {item['reason']}" for item in skipped[:_SKIPPED_SHOWN]
-        )
-        if len(skipped) > _SKIPPED_SHOWN:
-            lines.append(
-                f"  ... and {len(skipped) - _SKIPPED_SHOWN} more skipped (`memoryd status --json`)"
-            )
-    spend = report["spend_today"]
-    budget = f"${spend['budget_usd']:.2f}" if spend["budget_usd"] else "no ceiling"
-    lines.append(
-        f"spend today ({spend['day']} UTC): ${spend['usd']:.4f} of {budget}, "
-        f"{spend['calls']} calls{' - budget exhausted' if spend['exhausted'] else ''}"
-    )
-    lines.append(
-        f"quarantined chunks: {len(report['quarantined'])} "
-        f"(run `memoryd retry` to requeue); failing: {report['failing_chunks']}"
-    )
-    for item in report["quarantined"]:
-        lines.append(f"  {item['chunk_key']}: {item['last_error']}")
-    lines.append(f"pending entities: {len(report['pending_entities'])}")
-    for entity in report["pending_entities"]:
-        lines.append(f"  {entity['kind']} {entity['name']}: {entity['facts']} facts")
-    lines.append(f"tips held for review: {report['review_held']} (run `memoryd review`)")
-    rewrite_info = report["last_rewrite"]
-    lines.append(f"last rewrite: {rewrite_info['succeeded_at'] or 'never'}")
-    reading = report["reading"]
-    lines.append(f"reads by agents waiting for the next heartbeat: {reading['reads_queued']}")
-    if reading["index_failures"]:
-        paused = reading["index_paused_until"]
-        lines.append(
-            f"INDEX COMMANDS FAILING: {reading['index_failures']} runs in a row (see index.failed "
-            f"in the log){f'; paused until {paused}' if paused else ''}"
-        )
-    return "\n".join(lines) + "\n"
-
-
-def _reload_lines(failed: dict[str, Any] | None) -> list[str]:
-    if not failed:
-        return []
-    return [
-        f"RELOAD FAILED at {failed['at']}: {failed['path']} is invalid; the daemon runs on the "
-        "old configuration until a reload succeeds (`systemctl reload memoryd`)",
-        *(f"  {problem}" for problem in failed["problems"] or ()),
-    ]
-
-
-def _unusable_lines(problem: dict[str, Any] | None) -> list[str]:
-    """What the operator must fix before the LLM can be used again, and what the server said."""
-    if problem is None:
-        return []
-    said = " ".join(
-        str(part)
-        for part in (
-            f"HTTP {problem['status']}" if problem.get("status") else None,
-            problem.get("error_type"),
-        )
-        if part
-    )
-    message = problem.get("message") or ""
-    return [
-        f"LLM UNUSABLE since {problem.get('since')} ({problem.get('kind')}): "
-        f"{problem.get('remedy')}",
-        f"  endpoint {problem.get('endpoint') or 'unknown'}, model {problem.get('model')}"
-        + (f": {said}" if said else "")
-        + (f": {message}" if message else "")
-        + f" (last seen {problem.get('last_seen')})",
-    ]

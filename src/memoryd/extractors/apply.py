@@ -321,6 +321,8 @@ class _Applier:
 
     def _gated(self, tip: Tip) -> Outcome:
         session = self.session
+        # A held item is counted once a heartbeat, however many chunks propose it.
+        held_before = tip.id in session.held
         outcome = file_tip(
             session.tx,
             tip,
@@ -330,7 +332,7 @@ class _Applier:
             today=session.today.isoformat(),
             held=session.held,
         )
-        self.counters.tips_held += int(outcome == "held")
+        self.counters.tips_held += int(outcome == "held" and not held_before)
         return outcome
 
     def access(self, fact_id: str) -> None:

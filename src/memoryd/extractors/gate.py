@@ -137,6 +137,10 @@ class HeldTips:
         first, proposals = self._held.get(fields["review_id"], (fields, 0))
         self._held[fields["review_id"]] = (first, proposals + 1)
 
+    def __contains__(self, review_id: object) -> bool:
+        """Whether the item with this review id was held since the last `log_held`."""
+        return review_id in self._held
+
     def log_held(self) -> None:
         """Log `gate.held` once per item held since the last call, and forget them."""
         for fields, proposals in self._held.values():

@@ -56,6 +56,8 @@ class Intake:
     unreadable: dict[str, str] = field(default_factory=dict)
     # A source stopped at its per-run read share: more is waiting to be read.
     more: bool = False
+    # (agent, source key, path, over-long lines dropped unread), for `memoryd status`
+    dropped: list[tuple[str, str, str, int]] = field(default_factory=list)
 
 
 def stored_ahead(state: State) -> dict[str, tuple[LineRange, ...]]:
@@ -101,6 +103,10 @@ def read_sources(
             if index_mentions:
                 index_conversation(state, cleaned, zone)
             intake.chunks.extend(cut_chunks(cleaned, zone, chunk_tokens, estimate))
+        intake.dropped.extend(
+            (source.agent, source.key, path, lines)
+            for path, lines in sorted(result.dropped.items())
+        )
         if result.more:
             intake.more = True
             log.info("source.more_to_read", source=source.key, agent=source.agent)

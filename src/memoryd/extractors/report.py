@@ -9,13 +9,21 @@ path cannot be read (`sources_unreadable`) also makes an otherwise good heartbea
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from memoryd.errors import EXIT_CONFIG, EXIT_FAILED, EXIT_OK, EXIT_TEMPFAIL
-from memoryd.extractors.counters import ApplyCounters
+from memoryd.extractors.counters import (
+    NOTHING_FILED,
+    ApplyCounters,
+    counted_fields,
+    describe_counts,
+)
 from memoryd.llm.base import UnusableLLMError
 from memoryd.llm.prices import Usage
+from memoryd.store.hosts import HOSTS_DIR
+from memoryd.wording import plural
 
 Outcome = Literal["ok", "nothing-new", "failed", "stopped", "unusable"]
 
@@ -73,14 +81,9 @@ class HeartbeatReport:
         return {
             "run_id": self.run_id,
             "outcome": self.outcome,
-            "facts_added": c.facts_added,
-            "facts_superseded": c.facts_superseded,
-            "entities_created": c.entities_created,
-            "skills_added": c.skills_added,
-            "notes_added": c.notes_added,
-            "tacit_added": c.tacit_added,
+            # the counters `describe_counts` words, under the same names
+            **counted_fields(c),
             "items_skipped": c.items_skipped,
-            "tips_held": c.tips_held,
             "chunks": self.chunks,
             "chunks_extracted": self.chunks_extracted,
             "chunks_reused": self.chunks_reused,
@@ -101,22 +104,13 @@ class HeartbeatReport:
         }
 
 
-def commit_message(counters: ApplyCounters) -> str:
-    """`heartbeat: +7 facts, 2 superseded, 1 entity, 3 skills, 4 notes` (zero parts that are
-    optional are left out)."""
-    c = counters
-    parts = [f"+{c.facts_added} fact{'s' * (c.facts_added != 1)}"]
-    if c.facts_superseded:
-        parts.append(f"{c.facts_superseded} superseded")
-    parts.append(f"{c.entities_created} entit{'ies' if c.entities_created != 1 else 'y'}")
-    parts.append(f"{c.skills_added} skill{'s' * (c.skills_added != 1)}")
-    parts.append(f"{c.notes_added} note{'s' * (c.notes_added != 1)}")
-    if c.tacit_added:
-        parts.append(f"{c.tacit_added} tacit")
-    if c.entities_archived:
-        parts.append(f"{c.entities_archived} archived")
-    if c.tips_held:
-        parts.append(f"{c.tips_held} held for review")
-    if c.accesses:
-        parts.append(f"{c.accesses} access{'es' * (c.accesses != 1)}")
-    return "heartbeat: " + ", ".join(parts)
+def commit_message(counters: ApplyCounters, writes: Sequence[str] = ()) -> str:
+    """`heartbeat: +7 facts, 2 superseded, 1 entity, 3 skills, 4 notes` (`describe_counts`).
+    A commit that files nothing says what it holds instead: only read positions (this host's
+    record under `.memoryd/hosts/`), or store files brought up to date (`writes`: its paths)."""
+    described = describe_counts(counters)
+    if described != NOTHING_FILED:
+        return f"heartbeat: {described}"
+    if all(path.startswith(f"{HOSTS_DIR}/") for path in writes):
+        return f"heartbeat: read positions only, {NOTHING_FILED}"
+    return f"heartbeat: {NOTHING_FILED}, {plural(len(writes), 'file')} brought up to date"

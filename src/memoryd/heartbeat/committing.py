@@ -16,6 +16,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from memoryd.extractors.consumed import ahead_to_commit, cursors_to_commit, record_progress
+from memoryd.extractors.dropped_lines import record_dropped
 from memoryd.extractors.intake import Intake, Source
 from memoryd.extractors.recovery import GENERATION_KEY, HEARTBEAT_INTENT_KEY, finalize_heartbeat
 from memoryd.extractors.report import commit_message
@@ -40,6 +41,8 @@ class Intent:
 
     record: dict[str, Any]  # as stored under HEARTBEAT_INTENT_KEY
     writes: list[str]  # the store paths the commit writes (none: nothing to commit)
+    # over-long lines this read dropped (agent, source key, path, lines), for `memoryd status`
+    dropped: tuple[tuple[str, str, str, int], ...] = ()
 
 
 def record_intent(
@@ -81,7 +84,7 @@ def record_intent(
             run.state.journal.mark_applied(key, run_id=run.run_id, at=run.clock())
         if plan:
             run.state.meta.set_json(HEARTBEAT_INTENT_KEY, intent)
-    return Intent(intent, [write.path for write in plan])
+    return Intent(intent, [write.path for write in plan], tuple(read.dropped))
 
 
 def commit_files(
@@ -96,7 +99,7 @@ def commit_files(
     if not intent.writes:
         return None
     run.report.commit = uow.apply_and_commit(
-        commit_message(run.report.counters),
+        commit_message(run.report.counters, intent.writes),
         {RUN_TRAILER: run.run_id, **trailers},
         scanner=scan_secrets,
     )
@@ -107,6 +110,8 @@ def finalize(run: RunBook, intent: Intent) -> None:
     """After the commit, in one database transaction: cursors advance, chunks are marked
     committed, pending facts change and the intent is dropped."""
     finalize_heartbeat(run.state, intent.record, run.report.commit, run.clock())
+    # Once the cursors are past them, so that a killed heartbeat's lines are not listed twice.
+    record_dropped(run.state.meta, intent.dropped, run.clock())
     if run.report.outcome == "nothing-new" and (run.done or run.report.commit):
         run.report.outcome = "ok"
 

@@ -35,6 +35,7 @@ from memoryd.rewrite.engine import Rewrite, RewriteOptions
 from memoryd.rewrite.explain import explain_target
 from memoryd.rewrite.report import RewriteReport
 from memoryd.rewrite.select import Mode, select
+from memoryd.rewrite.staging import archives
 from memoryd.settings import Settings
 from memoryd.state.facade import State
 from memoryd.store.catalog import EntityCatalog
@@ -159,7 +160,8 @@ def dry_run_plan(rewrite: Rewrite, mode: Mode) -> dict[str, object]:
         "entities_parsed": selection.parsed,
         "selected": [c.input.entity.ref for c in selection.changed],
         "summaries_to_write": len(to_write),
-        "archived": len(selection.changed) - len(to_write),
+        # As the real run counts them: summaries that change to the cold-facts form.
+        "archived": sum(archives(uow, c) for c in selection.changed if not c.input.in_use),
         "estimated_input_tokens": tokens,
         "consolidation_targets": [t.path for t in targets] if mode == "llm" else [],
         # The tacit lines the model would be shown to merge (0 when the file is not due).

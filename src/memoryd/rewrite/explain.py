@@ -23,6 +23,7 @@ from memoryd.store.catalog import EntityCatalog
 from memoryd.store.entities import LAYOUTS, Entity, normalize_name
 from memoryd.store.items import Fact, parse_items, split_fact_id
 from memoryd.store.tiers import TIERS, TierRule, describe
+from memoryd.wording import plural
 from memoryd.worktree import FileTransaction
 
 
@@ -148,7 +149,7 @@ def explain_target(
     order = {tier: position for position, tier in enumerate(TIERS)}
     active.sort(key=lambda f: (order[describe(f, today, rule).tier], f.id))
     header = [
-        f"{entity.ref} ({entity.name}): {len(active)} active facts, "
+        f"{entity.ref} ({entity.name}): {plural(len(active), 'active fact')}, "
         f"{len(facts) - len(active)} superseded",
         "summary last rewritten "
         + (

@@ -55,8 +55,9 @@ class SummaryStage:
 
     def without_facts(self, candidate: Candidate, mode: Mode) -> None:
         """Stage the summary of an entity with no hot or warm fact (no LLM involved): the
-        template of its background cold facts."""
-        body = summaries.render_template(candidate.input) if candidate.input.facts else ""
+        template of its background cold facts; counted as archived when that is new
+        (`archives` predicts it for the dry run)."""
+        body = summary_without_facts(candidate)
         if self._put(candidate, body) and body:
             self._report.archived += 1
         self._record(candidate, mode)
@@ -95,3 +96,19 @@ class SummaryStage:
                 candidate.input.next_change,
             )
         )
+
+
+def summary_without_facts(candidate: Candidate) -> str:
+    """The summary of an entity with no hot or warm fact: the template of its cold facts
+    (empty when it has none)."""
+    return summaries.render_template(candidate.input) if candidate.input.facts else ""
+
+
+def archives(tx: FileTransaction, candidate: Candidate) -> bool:
+    """Whether the rewrite counts `candidate` (an entity with no fact in use) as archived: its
+    summary becomes the template of its cold facts and that changes the file."""
+    body = summary_without_facts(candidate)
+    entity = candidate.input.entity
+    return bool(body) and tx.read_text(entity.summary_path) != summaries.summary_file(
+        entity.name, body
+    )

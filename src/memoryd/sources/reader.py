@@ -323,12 +323,24 @@ class SourceReader:
                 agent=self.agent,
                 format=fmt.name,
             )
-        if outcome.malformed or outcome.long_lines:
+        if outcome.malformed:
             _log.info(
                 "source.lines_skipped",
                 path=str(path),
                 malformed=outcome.malformed,
                 too_long=outcome.long_lines,
+                agent=self.agent,
+                format=fmt.name,
+            )
+        if outcome.long_lines:
+            # Text of a conversation that will never be filed: the operator should know
+            # (`memoryd status` lists it too, `memoryd.heartbeat.committing`).
+            result.dropped[str(path)] = result.dropped.get(str(path), 0) + outcome.long_lines
+            _log.warning(
+                "source.line_dropped",
+                path=str(path),
+                lines=outcome.long_lines,
+                max_line_bytes=self._options.max_line_bytes,
                 agent=self.agent,
                 format=fmt.name,
             )

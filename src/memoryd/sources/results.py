@@ -58,6 +58,8 @@ class ReadResult:
     unreadable: str | None = None  # why the source path itself could not be read, if so
     # Files whose stored cursor stands as it is (read with `StoredCursors`: see `read`).
     kept: list[str] = field(default_factory=list)
+    # path -> over-long lines dropped unread from it by this read (`source.line_dropped`)
+    dropped: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass

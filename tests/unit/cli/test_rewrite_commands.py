@@ -102,7 +102,7 @@ def test_explain_takes_a_name_an_alias_a_slug_or_a_ref(
 ) -> None:
     assert main(["--config", str(crowded), "explain", target]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("people/dana-whitfield (Dana Whitfield): 1 active facts")
+    assert out.startswith("people/dana-whitfield (Dana Whitfield): 1 active fact,")
     assert "Runs the Lisbon office" in out
 
 

@@ -98,7 +98,9 @@ def test_the_daemon_keeps_going_says_what_to_fix_and_relogs_once_an_hour(
         daemon.heartbeat_job()
     assert daemon.last_report is not None
     assert daemon.last_report.outcome == "ok"
-    assert notifier.statuses[-1].startswith("last heartbeat 2026-03-10 14:30Z ok: +1 facts")
+    assert notifier.statuses[-1].startswith(
+        "last heartbeat 2026-03-10 14:30Z ok: +1 fact, 1 entity; 1 chunk sent"
+    )
     (recovered,) = events(logs, "llm.recovered")
     assert (recovered["kind"], recovered["since"]) == (
         "authentication",

@@ -433,7 +433,7 @@ def test_a_heartbeat_names_an_unreadable_source_and_exits_78(
     code = main(["--config", str(config), "--log-format", "json", "heartbeat"])
     said = capsys.readouterr()
     assert code == 78
-    assert "+1 facts" in said.out  # the readable source was read and filed
+    assert "+1 fact," in said.out  # the readable source was read and filed
     assert f"source jsonl:{loop} UNREADABLE ({LINK_LOOP}): nothing was read from it" in said.out
     events = [json.loads(row) for row in said.err.splitlines() if row.startswith("{")]
     assert any(e["event"] == "source.unreadable" and e["reason"] == LINK_LOOP for e in events)
