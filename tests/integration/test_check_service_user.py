@@ -11,6 +11,7 @@ checkout out of `nobody`'s reach.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import pwd
@@ -25,6 +26,8 @@ from pathlib import Path
 import pytest
 
 import memoryd
+from memoryd.cli import main
+from memoryd.cli.service_user import cmd_check_service_user
 from memoryd.errors import EXIT_CONFIG, EXIT_OK
 
 pytestmark = pytest.mark.slow
@@ -154,3 +157,16 @@ def test_an_unknown_user_and_a_user_that_is_not_root_are_refused(open_folder: Pa
     as_nobody = run(["runuser", "-u", USER, "--", str(script), "check", "--service-user", "root"])
     assert as_nobody.returncode == EXIT_CONFIG, as_nobody.stdout + as_nobody.stderr
     assert "only root can start a program as root: run this check as root" in as_nobody.stdout
+
+
+def test_in_process_root_can_run_this_memoryd_and_a_stranger_is_unknown() -> None:
+    """The command as the parser dispatches it, in this process (so coverage sees it)."""
+    if os.geteuid() != 0:
+        pytest.skip("starting a program as another user needs root")
+    out = io.StringIO()
+    assert main(["--log-format", "json", "check", "--service-user", "root"]) == EXIT_OK
+    assert cmd_check_service_user("root", out) == EXIT_OK
+    assert out.getvalue().endswith(f"can run memoryd {memoryd.__version__}: OK\n")
+    out = io.StringIO()
+    assert cmd_check_service_user("no-such-memoryd-user", out) == EXIT_CONFIG
+    assert "there is no user 'no-such-memoryd-user'" in out.getvalue()
