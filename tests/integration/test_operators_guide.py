@@ -19,6 +19,9 @@ from pathlib import Path
 import pytest
 from tests.support.harness import STABLE_EVENTS
 
+from memoryd import __version__
+from memoryd.cli import build_parser
+
 REPOSITORY = Path(__file__).resolve().parents[2]
 GUIDE = REPOSITORY / "docs" / "operators-guide.md"
 SOURCE = REPOSITORY / "src" / "memoryd"
@@ -159,3 +162,58 @@ def test_the_spend_recipe_sums_every_paid_job(journal: Path, tmp_path: Path) -> 
     )
     assert result.returncode == 0, result.stderr
     assert float(result.stdout) == 0.75
+
+
+def install_blocks() -> list[str]:
+    """The shell blocks of section 2, "Install on a VPS"."""
+    return re.findall(r"```sh\n(.*?)```", guide_section("2."), re.DOTALL)
+
+
+def install_commands() -> list[str]:
+    """Every command line of section 2's shell blocks, continuation lines joined, comments and
+    leading indentation dropped."""
+    text = "\n".join(install_blocks()).replace("\\\n", " ")
+    lines = (line.split(" #")[0].strip() for line in text.splitlines())
+    return [line for line in lines if line and not line.startswith("#")]
+
+
+def test_the_install_works_from_a_root_shell_without_sudo() -> None:
+    commands = install_commands()
+    assert commands, "section 2 has shell blocks"
+    with_sudo = [line for line in commands if re.search(r"(^|[\s;&|(])sudo(edit)?\s", line)]
+    assert not with_sudo, f"a minimal Debian has no sudo: {with_sudo}"
+    # The service user's steps name it with runuser, which every Debian has.
+    assert any(line.startswith("runuser -u memoryd -- ") for line in commands)
+    assert "sudo -u memoryd" in guide_section("2.")  # named once, as the alternative
+
+
+def test_the_install_names_a_system_python_and_checks_it_as_the_service_user() -> None:
+    commands = install_commands()
+    venvs = [line for line in commands if " -m venv " in line]
+    assert venvs == ["/usr/bin/python3 -m venv /opt/memoryd"]
+    # pipx for the whole system (2.9's user service runs the user's own pipx and Python).
+    pipx = [line for line in commands if line.startswith("PIPX_HOME=")]
+    assert pipx and all("--python /usr/bin/python3" in line for line in pipx)
+    # One verification line run as the service user, and the helper that says why it fails.
+    assert "runuser -u memoryd -- /usr/local/bin/memoryd --version" in commands
+    assert "/usr/local/bin/memoryd check --service-user memoryd" in commands
+    assert f"prints: memoryd {__version__}" in guide_section("2.")
+
+
+def test_every_memoryd_command_of_the_install_parses() -> None:
+    parser = build_parser()
+    checked = 0
+    for line in install_commands():
+        words = re.sub(r"^runuser -u \S+ -- ", "", line).split()
+        if not words or not words[0].endswith("memoryd") or words[0] == "memoryd-as-service":
+            continue
+        arguments = [word for word in words[1:] if word != "COMMAND"]
+        if "COMMAND" in words or "..." in arguments:
+            continue
+        try:
+            parser.parse_args(arguments)
+        except SystemExit as stop:  # `--version` prints and exits 0
+            if stop.code != 0:
+                pytest.fail(f"{line!r} does not parse: exit {stop.code}")
+        checked += 1
+    assert checked >= 3

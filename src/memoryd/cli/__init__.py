@@ -68,6 +68,11 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also prove the API key, endpoint and model(s) with a tiny real extraction each",
     )
+    check.add_argument(
+        "--service-user",
+        metavar="USER",
+        help="as root, before set-up: can USER run this memoryd? (no configuration is read)",
+    )
     heartbeat = subcommands.add_parser("heartbeat", help="one heartbeat now, then exit")
     heartbeat.add_argument("--dry-run", action="store_true", help="report, change nothing")
     heartbeat.add_argument(
@@ -164,6 +169,10 @@ def _run(argv: Sequence[str] | None) -> int:
     log = get_logger("memoryd.cli")
     environ = dict(os.environ)
     try:
+        if args.command == "check" and args.service_user is not None:
+            from memoryd.cli.service_user import cmd_check_service_user  # noqa: PLC0415
+
+            return cmd_check_service_user(args.service_user, sys.stdout)
         with collector_paused():  # the command's modules: still start-up
             checking = environ if args.command == "check" else None
             config = load_settings(resolve_config_path(args.config, environ), checking)
