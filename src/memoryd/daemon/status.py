@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from memoryd.daemon.record import daemon_heartbeat, standing_reload_failure
+from memoryd.daemon.reprocess_status import reprocess_lines, reprocess_status
 from memoryd.daemon.schedule import REWRITE_STALE_AFTER, rewrite_trigger
 from memoryd.jobs.environment import Environment
 from memoryd.jobs.index_state import reading_status
@@ -61,6 +62,7 @@ def collect_status(settings: Settings, env: Environment) -> dict[str, Any]:
         # Skill tips and tacit lines the safety gate held (`memoryd review` lists them).
         "review_held": count_held_files(settings.store.path),
         "reading": reading_status(directory),
+        "reprocess": reprocess_status(settings.store.path),  # requests not done yet
     }
     if not database.exists():
         report.update(_empty_state(settings, now))
@@ -332,6 +334,7 @@ def render_status(report: dict[str, Any]) -> str:
     for entity in report["pending_entities"]:
         lines.append(f"  {entity['kind']} {entity['name']}: {entity['facts']} facts")
     lines.append(f"tips held for review: {report['review_held']} (run `memoryd review`)")
+    lines += reprocess_lines(report.get("reprocess", []))
     rewrite_info = report["last_rewrite"]
     lines.append(f"last rewrite: {rewrite_info['succeeded_at'] or 'never'}")
     reading = report["reading"]
