@@ -295,3 +295,59 @@ def test_status_shows_a_pending_request(tmp_path: Path) -> None:
     assert "pending" in text
     report = json.loads(memoryd(config, "status", "--json").stdout)
     assert [r["id"] for r in report["reprocess"]] == [request_id]
+
+
+def stronger_model(request: RecordedRequest) -> ToolUse:
+    """A model that also reads what the markers provider cannot (a plain sentence), and gives a
+    better answer for a fact already filed (superseding it the normal way)."""
+    from tests.support.marker_model import transcript_of
+
+    answer = model(request)
+    facts_found: list[dict[str, Any]] = list(answer.input["facts"])
+    text = transcript_of(request)
+    for fact in facts_found:
+        if fact["fact"] == "Works at Acme":
+            fact.update(fact="Works at Acme as head of sales", supersedes=["jane-doe-002"])
+    if "moved to Lisbon" in text:
+        facts_found.append(
+            {
+                "entity": {"name": "Jane Doe", "kind": "person"},
+                "fact": "Lives in Lisbon",
+                "category": "status",
+                "supersedes": [],
+            }
+        )
+    return ToolUse({**answer.input, "facts": facts_found})
+
+
+def test_history_filed_by_markers_is_read_again_by_a_model(tmp_path: Path) -> None:
+    workspace = Workspace(tmp_path)
+    workspace.init()
+    # The markers provider files `remember:` lines only (no `replaces`).
+    plain = [(day, text.split(" replaces ")[0]) for day, text in DAYS]
+    rows = [turn("user", text, f"{day}T10:00:00Z") for day, text in plain]
+    rows.insert(2, turn("user", "Jane Doe told me she moved to Lisbon.", "2026-03-02T11:00:00Z"))
+    workspace.write_log("a.jsonl", rows)
+    config = tmp_path / "memoryd.toml"
+    paths = {"store": workspace.store, "state": tmp_path / "state", "logs": workspace.logs}
+    config.write_text(ops_config(llm='provider = "markers"', **paths), encoding="utf-8")
+    heartbeat_ok(config)
+    by_markers = facts(workspace)
+    assert [f[1] for f in by_markers] == ["Signed the renewal", "Works at Initech", "Works at Acme"]
+
+    with FakeAnthropicServer(handler=stronger_model) as server:
+        llm = anthropic_llm(server.base_url, "concurrency = 1")
+        config.write_text(ops_config(llm=llm, **paths), encoding="utf-8")
+        reprocess(config, "--agent", "ops")
+        heartbeat_ok(config)
+        assert len(server.message_requests) == len(DAYS)
+    after = facts(workspace)
+    assert set(by_markers) - set(after) == {
+        ("jane-doe-002", "Works at Acme", "active", None)
+    }  # only superseded, never removed
+    jane = {f[1]: f for f in after if f[0].startswith("jane-doe-")}
+    assert len(after) == len(by_markers) + 2  # the sentence and the better answer, once each
+    better = jane["Works at Acme as head of sales"]
+    assert better[2] == "active"
+    assert jane["Works at Acme"][2:] == ("superseded", better[0])
+    assert jane["Lives in Lisbon"][2] == "active"
