@@ -329,15 +329,17 @@ def test_history_filed_by_markers_is_read_again_by_a_model(tmp_path: Path) -> No
     rows.insert(2, turn("user", "Jane Doe told me she moved to Lisbon.", "2026-03-02T11:00:00Z"))
     workspace.write_log("a.jsonl", rows)
     config = tmp_path / "memoryd.toml"
-    paths = {"store": workspace.store, "state": tmp_path / "state", "logs": workspace.logs}
-    config.write_text(ops_config(llm='provider = "markers"', **paths), encoding="utf-8")
+    store, state, logs = workspace.store, tmp_path / "state", workspace.logs
+    markers = ops_config(llm='provider = "markers"', store=store, state=state, logs=logs)
+    config.write_text(markers, encoding="utf-8")
     heartbeat_ok(config)
     by_markers = facts(workspace)
     assert [f[1] for f in by_markers] == ["Signed the renewal", "Works at Initech", "Works at Acme"]
 
     with FakeAnthropicServer(handler=stronger_model) as server:
         llm = anthropic_llm(server.base_url, "concurrency = 1")
-        config.write_text(ops_config(llm=llm, **paths), encoding="utf-8")
+        with_model = ops_config(llm=llm, store=store, state=state, logs=logs)
+        config.write_text(with_model, encoding="utf-8")
         reprocess(config, "--agent", "ops")
         heartbeat_ok(config)
         assert len(server.message_requests) == len(DAYS)
