@@ -353,3 +353,19 @@ def test_history_filed_by_markers_is_read_again_by_a_model(tmp_path: Path) -> No
     assert better[2] == "active"
     assert jane["Works at Acme"][2:] == ("superseded", better[0])
     assert jane["Lives in Lisbon"][2] == "active"
+
+
+def test_a_request_file_that_does_not_parse_is_reported_and_the_heartbeat_goes_on(
+    tmp_path: Path,
+) -> None:
+    with FakeAnthropicServer(handler=model) as server:
+        workspace, config = prepare(tmp_path, server.base_url)
+        broken = workspace.store / ".memoryd/reprocess/0123456789ab.json"
+        broken.parent.mkdir(parents=True)
+        broken.write_text("{not json", encoding="utf-8")
+        done = memoryd(config, "heartbeat")
+        assert done.returncode == 0, done.stderr
+        assert len(facts(workspace)) == 3  # the new history is filed as ever
+        assert [e["path"] for e in events(done.stderr) if e["event"] == "reprocess.unreadable"]
+        assert broken.read_text(encoding="utf-8") == "{not json"
+        assert "0123456789ab: UNREADABLE" in memoryd(config, "status").stdout
