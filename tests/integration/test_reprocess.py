@@ -369,3 +369,30 @@ def test_a_request_file_that_does_not_parse_is_reported_and_the_heartbeat_goes_o
         assert [e["path"] for e in events(done.stderr) if e["event"] == "reprocess.unreadable"]
         assert broken.read_text(encoding="utf-8") == "{not json"
         assert "0123456789ab: UNREADABLE" in memoryd(config, "status").stdout
+
+
+def test_a_request_part_read_before_the_state_was_lost_goes_on_where_it_stopped(
+    tmp_path: Path,
+) -> None:
+    with FakeAnthropicServer(handler=model) as server:
+        workspace, config = prepare(tmp_path, server.base_url)
+        heartbeat_ok(config)
+        first = facts(workspace)
+        request_id = reprocess(config, "--agent", "ops")
+        # As a heartbeat stopped by its budget after the first day leaves it, committed.
+        path = workspace.store / f".memoryd/reprocess/{request_id}.json"
+        recorded = json.loads(path.read_text(encoding="utf-8"))
+        recorded.update(state="reading", resume_from="2026-03-02T10:00:00+00:00")
+        path.write_text(json.dumps(recorded, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        workspace.git("commit", "-qam", "reprocess: first day filed")
+        shutil.rmtree(tmp_path / "state")
+
+        heartbeat_ok(config)
+        assert len(server.message_requests) == len(DAYS) + 2  # the two days left, not the first
+        from tests.support.marker_model import transcript_of
+
+        read = [transcript_of(r) for r in server.message_requests[-2:]]
+        assert not any("Initech" in text for text in read), read
+        assert any("Signed the renewal" in text for text in read), read
+    assert facts(workspace) == first
+    assert [r["state"] for r in requests(workspace)] == ["done"]
