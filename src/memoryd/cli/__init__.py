@@ -21,6 +21,7 @@ from typing import Any, NoReturn
 
 from memoryd import LOG_LEVELS, __version__
 from memoryd.cli.reading import add_reading_commands
+from memoryd.cli.reprocess import add_reprocess_command
 from memoryd.cli.startup import (
     collector_paused,
     first_command_done,
@@ -100,6 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     review.add_argument("id", nargs="?", metavar="ID", help="the item's id, e.g. r-1a2b3c4d5e")
     review.add_argument("--json", action="store_true", help="machine-readable list")
     add_reading_commands(subcommands)
+    add_reprocess_command(subcommands)
     subcommands.add_parser(
         "share", help="as an agent's user: let your transcripts' group (memoryd) read them"
     )

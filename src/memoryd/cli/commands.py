@@ -39,6 +39,7 @@ COMMAND_MODULES: dict[str, tuple[str, str]] = {
     "connect": ("connect", "cmd_connect"),
     "disconnect": ("connect", "cmd_disconnect"),
     "eval": ("eval", "cmd_eval"),
+    "reprocess": ("reprocess", "cmd_reprocess"),
 }
 
 

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from memoryd.daemon.record import daemon_heartbeat, standing_reload_failure
+from memoryd.daemon.reprocess_status import reprocess_status
 from memoryd.daemon.schedule import REWRITE_STALE_AFTER, rewrite_trigger
 from memoryd.daemon.status_text import render_status as render_status  # noqa: PLC0414 - re-exported
 from memoryd.extractors.counters import describe_counts
@@ -64,6 +65,7 @@ def collect_status(settings: Settings, env: Environment) -> dict[str, Any]:
         # Skill tips and tacit lines the safety gate held (`memoryd review` lists them).
         "review_held": count_held_files(settings.store.path),
         "reading": reading_status(directory),
+        "reprocess": reprocess_status(settings.store.path),  # requests not done yet
     }
     if not database.exists():
         report.update(_empty_state(settings, now))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from memoryd.daemon.reprocess_status import reprocess_lines
 from memoryd.extractors.counters import describe_counts
 from memoryd.extractors.dropped_lines import SHOWN_DAYS
 from memoryd.jobs.sync_health import sync_lines
@@ -88,6 +89,7 @@ def render_status(report: dict[str, Any]) -> str:
         lines.append(f"  {entity['kind']} {entity['name']}: {plural(entity['facts'], 'fact')}")
     # Worded as the heartbeat's commit and `memoryd review` word it: "5 held for review".
     lines.append(f"{report['review_held']} held for review (run `memoryd review`)")
+    lines += reprocess_lines(report.get("reprocess", []))
     rewrite_info = report["last_rewrite"]
     lines.append(f"last rewrite: {rewrite_info['succeeded_at'] or 'never'}")
     reading = report["reading"]

@@ -139,8 +139,8 @@ def apply_answer(
         fact_spec = specs.get((normalize_name(fact.entity.name), fact.entity.kind))
         applier.guarded("fact", applier.fact, fact, fact_spec)
     # A conversation uses a fact once however often the answer names it (docs/store-format.md,
-    # Facts).
-    for fact_id in dict.fromkeys(answer.accessed):
+    # Facts); a conversation read again (`memoryd reprocess`) counted its uses the first time.
+    for fact_id in dict.fromkeys(() if chunk.reread else answer.accessed):
         applier.guarded("access", applier.access, fact_id)
     if answer.timeline:
         applier.guarded("timeline", applier.timeline, answer.timeline)

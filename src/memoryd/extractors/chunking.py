@@ -39,6 +39,9 @@ class Chunk:
     part: int
     turns: tuple[Turn, ...]
     zone: ZoneInfo
+    # The reprocess request reading this chunk again (`memoryd.extractors.rereads`): part of
+    # its key, so that its answer is never mistaken for the one the first reading filed.
+    reread: str | None = None
 
     @property
     def has_dialogue(self) -> bool:
@@ -63,6 +66,8 @@ class Chunk:
         first, last = self.turns[0].provenance, self.turns[-1].provenance
         where = f"{first.file}:{first.lines[0]}-{last.file}:{last.lines[1]}"
         raw = f"{self.agent}\0{self.session_id}\0{self.day.isoformat()}\0{where}\0{self.digest}"
+        if self.reread is not None:
+            raw += f"\0reread:{self.reread}"
         return hashlib.sha256(raw.encode()).hexdigest()[:32]
 
     @property
@@ -210,7 +215,7 @@ def _pack(turns: list[Turn], budget: int, estimate: TokenEstimator) -> Iterator[
 def chunk_to_json(chunk: Chunk) -> dict[str, object]:
     """The whole chunk as JSON-able data: journal plans and quarantined chunks keep it, so a
     re-queued chunk can be processed again after its transcript is gone."""
-    return {
+    document: dict[str, object] = {
         "agent": chunk.agent,
         "session_id": chunk.session_id,
         "source_format": chunk.source_format,
@@ -233,6 +238,9 @@ def chunk_to_json(chunk: Chunk) -> dict[str, object]:
             for turn in chunk.turns
         ],
     }
+    if chunk.reread is not None:
+        document["reread"] = chunk.reread
+    return document
 
 
 def chunk_from_json(data: Mapping[str, Any]) -> Chunk:
@@ -263,4 +271,5 @@ def chunk_from_json(data: Mapping[str, Any]) -> Chunk:
         part=int(data["part"]),
         turns=turns,
         zone=ZoneInfo(str(data["zone"])),
+        reread=None if data.get("reread") is None else str(data["reread"]),
     )

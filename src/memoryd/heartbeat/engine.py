@@ -48,6 +48,7 @@ from memoryd.extractors.intake import (
 )
 from memoryd.extractors.recovery import GENERATION_KEY
 from memoryd.extractors.report import HeartbeatReport
+from memoryd.extractors.rereads import Rereading, rereading_for
 from memoryd.gitrepo import GitStore
 from memoryd.heartbeat import committing, processing, sharing
 from memoryd.heartbeat.ahead import Ahead
@@ -121,6 +122,8 @@ class Heartbeat:
         # What this heartbeat's commits changed (others' edits and its own): the search index
         # is refreshed from these after it (`memoryd.jobs.reading.refresh_search_after_commit`).
         self.committed_paths: list[str] = []
+        # Reprocess requests this heartbeat reads history again for (`memoryd reprocess`).
+        self._rereading = Rereading([])
 
     # -- the whole heartbeat ------------------------------------------------------------------
 
@@ -136,7 +139,9 @@ class Heartbeat:
         self.committed_paths += foreign.committed
         read = self._intake(index_mentions=True)
         self.report.sources_unreadable = dict(read.unreadable)
-        chunks = chronological(read.chunks + requeued_chunks(self.state))
+        self._rereading = self._reread()
+        requeued = requeued_chunks(self.state)
+        chunks = chronological(read.chunks + requeued + self._rereading.all_chunks)
         self.report.chunks = len(chunks)
         book = RunBook(
             settings=self.settings,
@@ -153,6 +158,7 @@ class Heartbeat:
         # sources' metadata and two rows in the run history.
         # Reads queued by agents are work too: their access bumps are filed by a commit.
         busy = bool(chunks or self.reads or read.new != read.old or not self._record_in_step())
+        busy = busy or bool(self._rereading.requests)  # a request with nothing left is closed
         if busy:
             self._process_replanning(book, chunks, read)
         committing.prune(book, settle=busy)
@@ -221,6 +227,18 @@ class Heartbeat:
             refresh_summaries=self.refresh_summaries,
             foreign_paths=tuple(self._foreign_paths),
             withheld=frozenset(self._withheld),
+            rereading=self._rereading,
+        )
+
+    def _reread(self) -> Rereading:
+        return rereading_for(
+            UnitOfWork(self.git),
+            self.settings.host,
+            self.sources,
+            clean=self.clean,
+            zone=self.settings.zone,
+            chunk_tokens=self.settings.chunk_tokens,
+            estimate=self.settings.estimate_tokens,
         )
 
     def dry_run(

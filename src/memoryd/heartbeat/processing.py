@@ -18,7 +18,7 @@ from memoryd.extractors.chunking import Chunk
 from memoryd.extractors.counters import ApplyCounters
 from memoryd.extractors.intake import Intake, Source
 from memoryd.gitrepo import GitStore
-from memoryd.heartbeat import answers, committing, sending, sharing, verdicts
+from memoryd.heartbeat import answers, committing, rereading, sending, sharing, verdicts
 from memoryd.heartbeat.run import RunBook
 from memoryd.logs import get_logger
 from memoryd.worktree import UnitOfWork
@@ -26,6 +26,7 @@ from memoryd.worktree import UnitOfWork
 if TYPE_CHECKING:
     from memoryd.extractors.apply import StoreSession
     from memoryd.extractors.pending import PendingOverlay
+    from memoryd.extractors.rereads import Rereading
     from memoryd.store.catalog import EntityCatalog
     from memoryd.worktree import FileTransaction
 
@@ -56,6 +57,7 @@ class StoreWork:
     refresh_summaries: SummaryRefresher | None
     foreign_paths: Sequence[str]  # others' edits this heartbeat committed (or withheld)
     withheld: frozenset[str]  # others' edits left uncommitted by the secret scan
+    rereading: Rereading | None = None  # reprocess requests read again (`memoryd reprocess`)
 
 
 def process(
@@ -116,15 +118,17 @@ def process(
     verdicts.settle_invalid_answers(run)
     _stage_bookkeeping(run, work, uow, session, counters)
     run.report.counters = counters
+    requests = rereading.stage_progress(run, uow, work.rereading)
     intent = committing.record_intent(run, uow, read, work.sources, pending)
     committing.commit_files(
         run,
         uow,
         intent,
-        trailers=committing.trailers(work.sources, work.prompt_refs),
+        trailers=committing.trailers(work.sources, work.prompt_refs) | rereading.trailer(requests),
         scan_secrets=work.scan_secrets,
     )
     committing.finalize(run, intent)
+    rereading.log_progress(requests, run.report.commit)
     if cache is not None and run.report.commit and not uow.withheld:
         save_snapshot(session.catalog, cache, run.report.commit, keep=run.settings.keep_catalog)
     return list(intent.writes)

@@ -130,3 +130,15 @@ def test_the_journal_plan_writes_each_file_once_and_its_lines() -> None:
     assert plan["files"] == ["/logs/ops/a-rotated.jsonl", "/logs/ops/s1.jsonl"]
     assert (plan["from"], plan["to"]) == ([1, 7], [0, 2])
     assert lean_plan(chunk).count(chunk.files[0]) == 1
+
+
+def test_a_chunk_read_again_has_a_key_of_its_own_that_survives_json() -> None:
+    from memoryd.extractors.chunking import chunk_from_json, chunk_to_json
+
+    original = cut_chunks(conversation(turn(1, START, "hi")), UTC_ZONE, 1000)[0]
+    again = replace(original, reread="0123456789ab")
+    assert again.key != original.key  # its answer is never taken for the first reading's
+    assert replace(original, reread="ba9876543210").key not in {original.key, again.key}
+    rebuilt = chunk_from_json(chunk_to_json(again))
+    assert (rebuilt, rebuilt.key) == (again, again.key)
+    assert "reread" not in chunk_to_json(original)  # the first reading's plans are unchanged
