@@ -4,6 +4,7 @@ SDK against the fake Anthropic server, and the two are compared."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 from dataclasses import replace
@@ -15,6 +16,7 @@ from tests.fakes.fake_anthropic import FakeAnthropicServer, ToolUse
 from tests.support.cli import memoryd, write_config
 from tests.support.harness import Workspace, turn
 
+from memoryd.cli.bill import print_bill
 from memoryd.errors import EXIT_OK, EXIT_USAGE
 from memoryd.extractors.extract import MarkersExtractor
 from memoryd.heartbeat import Heartbeat, whole_backlog
@@ -214,3 +216,28 @@ def test_dry_run_heartbeat_reports_the_whole_bill(ws: Workspace) -> None:
     backlog = report["backlog"]
     assert isinstance(backlog, dict)
     assert backlog["chunks"] == 14 and backlog["seconds_per_call"] == 3.0
+
+
+def test_the_table_shows_the_bill_its_rows_and_why_it_is_partial(ws: Workspace) -> None:
+    report = dry_run_heartbeat(settings_of(ws, model="claude-unknown-9"), ws.environment())
+    out = io.StringIO()
+    print_bill(report, out)
+    text = out.getvalue()
+    assert "The whole backlog: 14 chunks (14 to send)" in text
+    assert "Model claude-unknown-9 which has no price: cost unpriced." in text
+    assert "AN ESTIMATE OF PART" in text and "has no price" in text
+    assert "agent dev" in text and "agent ops" in text and "source jsonl:" in text
+    assert "assuming 8 s a call" in text
+
+
+def test_seconds_per_call_goes_with_a_dry_run_and_must_be_above_zero(tmp_path: Path) -> None:
+    write_config(tmp_path)
+    assert memoryd("init", cwd=tmp_path).returncode == EXIT_OK
+    alone = memoryd("heartbeat", "--seconds-per-call", "3", cwd=tmp_path)
+    assert alone.returncode == EXIT_USAGE
+    assert "--seconds-per-call goes with --dry-run" in alone.stderr
+    zero = memoryd("heartbeat", "--dry-run", "--seconds-per-call", "0", cwd=tmp_path)
+    assert zero.returncode == EXIT_USAGE
+    assert "must be above 0" in zero.stderr
+    given = memoryd("heartbeat", "--dry-run", "--seconds-per-call", "3", cwd=tmp_path)
+    assert json.loads(given.stdout)["backlog"]["seconds_per_call"] == 3.0
