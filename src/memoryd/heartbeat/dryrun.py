@@ -33,7 +33,13 @@ from typing import TYPE_CHECKING, Any
 
 from memoryd.budget import OUTPUT_TOKENS_GUESS, PROMPT_TOKENS_ALLOWANCE
 from memoryd.extractors.chunking import Chunk
-from memoryd.extractors.intake import Intake, chronological, read_sources, requeued_chunks
+from memoryd.extractors.intake import (
+    Intake,
+    Source,
+    chronological,
+    read_sources,
+    requeued_chunks,
+)
 from memoryd.heartbeat.sharing import calls_of
 from memoryd.llm.prices import ModelPrice
 
@@ -124,38 +130,46 @@ def whole_backlog(
     for key, agent in bill.source_agents.items():
         bill.by_agent.setdefault(agent, Tally())
         bill.by_source[key] = Tally()
-    positions: dict[str, dict[str, str]] | None = None
+    positions: dict[str, dict[str, str]] = {}
     requeued = requeued_chunks(heartbeat.state)
-    while True:
-        read = _read(heartbeat, positions)
-        for key, reason in sorted(read.unreadable.items()):
-            reason_text = f"source {key} could not be read ({reason}): its backlog is not counted"
-            if reason_text not in bill.partial_reasons:
-                bill.partial_reasons.append(reason_text)
-        chunks = chronological(read.chunks + requeued)
-        requeued = []
+    pending = list(heartbeat.sources)
+    while pending:
+        # A source read to its end is not read again: the next heartbeat would find it as this
+        # one left it. Each of the others is read on from where the last share stopped.
+        chunks, sources_by_file, still = list(requeued), {}, []
+        for source in pending:
+            read = _read(heartbeat, source, positions)
+            for key, reason in sorted(read.unreadable.items()):
+                bill.partial_reasons.append(
+                    f"source {key} could not be read ({reason}): its backlog is not counted"
+                )
+            chunks += read.chunks
+            sources_by_file.update(read.sources_by_file)
+            moved = read.new.get(source.key) != positions.get(source.key)
+            if read.more and not moved:
+                bill.partial_reasons.append(
+                    f"reading source {source.key} made no progress: the rest is not counted"
+                )
+            elif read.more:
+                still.append(source)
+            positions[source.key] = read.new.get(source.key, {})
+        requeued, pending = [], still
         bill.read_shares += 1
-        _add_heartbeat(bill, heartbeat, read, chunks, rates)
-        if not read.more:
-            break
-        if positions is not None and read.new == positions:
-            bill.partial_reasons.append("reading made no progress: the rest is not counted")
-            break
-        if bill.read_shares >= max_heartbeats:
+        _add_heartbeat(bill, heartbeat, sources_by_file, chronological(chunks), rates)
+        if pending and bill.read_shares >= max_heartbeats:
             bill.partial_reasons.append(
                 f"only the first {max_heartbeats} heartbeats were followed: more is waiting"
             )
             break
-        positions = read.new
     if rates.price is None:
         bill.partial_reasons.append(f"model {options.model} has no price: no cost is given")
     return _report(bill, heartbeat, rates)
 
 
-def _read(heartbeat: Heartbeat, positions: dict[str, dict[str, str]] | None) -> Intake:
+def _read(heartbeat: Heartbeat, source: Source, positions: dict[str, dict[str, str]]) -> Intake:
     options = heartbeat.settings
     return read_sources(
-        heartbeat.sources,
+        [source],
         heartbeat.state,
         clean=heartbeat.clean,
         zone=options.zone,
@@ -184,7 +198,7 @@ def _output_per_call(heartbeat: Heartbeat) -> tuple[int, str]:
 def _add_heartbeat(
     bill: Bill,
     heartbeat: Heartbeat,
-    read: Intake,
+    sources_by_file: dict[str, str],
     chunks: list[Chunk],
     rates: Rates,
 ) -> None:
@@ -196,7 +210,7 @@ def _add_heartbeat(
     fresh = {chunk.key for chunk in dialogue if journal.answered(chunk.key) is None}
     sizes = {chunk.key: estimate(chunk.render()) for chunk in dialogue}
     for chunk in dialogue:
-        source = read.sources_by_file.get(chunk.turns[0].provenance.file, "requeued")
+        source = sources_by_file.get(chunk.turns[0].provenance.file, "requeued")
         bill.source_agents.setdefault(source, chunk.agent)
         for tally in _tallies(bill, chunk.agent, source):
             tally.chunks += 1
@@ -225,7 +239,7 @@ def _add_heartbeat(
         weight = sum(sizes[chunk.key] for chunk in call)
         for chunk in call:
             share = sizes[chunk.key] / weight if weight else 1 / len(call)
-            source = read.sources_by_file.get(chunk.turns[0].provenance.file, "requeued")
+            source = sources_by_file.get(chunk.turns[0].provenance.file, "requeued")
             for tally in _tallies(bill, chunk.agent, source):
                 tally.input_tokens += tokens_in * share
                 tally.output_tokens += output_per_call * share
