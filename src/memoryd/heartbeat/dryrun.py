@@ -2,8 +2,11 @@
 
 `whole_backlog` follows the heartbeats a backlog needs without running one: it reads the sources
 the way each heartbeat would (`memoryd.extractors.intake.read_sources`, one read share per
-source), hands the read positions of one to the next in memory, and stops where a heartbeat
-would find nothing more to read. Nothing is stored, no position moves, no model is asked.
+source), hands the read positions of one to the next in memory (a source read to its end is
+not read again: the next heartbeat would find it as it was left), and stops where a heartbeat
+would find nothing more to read. Nothing is stored, no position moves, no model is asked. What a
+heartbeat does not know in advance is not predicted: a chunk that fails and holds its file back,
+transcripts still being written.
 
 For each predicted heartbeat the chunks are grouped into calls as a heartbeat groups them
 (`memoryd.heartbeat.sharing.calls_of`), and each call is priced at the model's price: its
