@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import os
 from dataclasses import replace
 from pathlib import Path
@@ -241,3 +242,15 @@ def test_seconds_per_call_goes_with_a_dry_run_and_must_be_above_zero(tmp_path: P
     assert "must be above 0" in zero.stderr
     given = memoryd("heartbeat", "--dry-run", "--seconds-per-call", "3", cwd=tmp_path)
     assert json.loads(given.stdout)["backlog"]["seconds_per_call"] == 3.0
+
+
+def test_the_daily_ceiling_spreads_the_bill_over_days(ws: Workspace) -> None:
+    settings = settings_of(ws)
+    settings = settings.model_copy(
+        update={"budget": settings.budget.model_copy(update={"daily_usd": 0.002})}
+    )
+    predicted = bill(ws, settings)
+    assert predicted["cost_usd"] > 0.008  # more than four days' ceiling, less than five
+    assert predicted["days"] == 1 + math.ceil((predicted["cost_usd"] - 0.002) / 0.002)
+    assert "daily_usd" in predicted["heartbeats_limited_by"]
+    assert bill(ws, settings_of(ws))["days"] is None  # no daily ceiling in these tests
