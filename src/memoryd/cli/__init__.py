@@ -81,6 +81,16 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="with --dry-run: the endpoint counts the tokens of the requests it would send",
     )
+    heartbeat.add_argument(
+        "--text", action="store_true", help="with --dry-run: the whole bill as a table, not JSON"
+    )
+    heartbeat.add_argument(
+        "--seconds-per-call",
+        type=float,
+        default=None,
+        metavar="S",
+        help="with --dry-run: seconds one model call is assumed to take (default 8)",
+    )
     rewrite = subcommands.add_parser("rewrite", help="the weekly rewrite now, then exit")
     rewrite.add_argument("--dry-run", action="store_true", help="report, change nothing")
     subcommands.add_parser("run", help="the daemon: scheduler in the foreground")

@@ -10,7 +10,7 @@ result and are committed after the git commit.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
@@ -20,7 +20,7 @@ from memoryd.llm.base import estimate_tokens
 from memoryd.logs import get_logger
 from memoryd.sources.cursor import CursorError, StoredCursors
 from memoryd.sources.model import Conversation
-from memoryd.sources.reader import SourceReader
+from memoryd.sources.reader import DEFAULT_MAX_BYTES, SourceReader
 from memoryd.state.facade import State
 from memoryd.store.hosts import LineRange, covered, merge_ranges
 
@@ -77,14 +77,25 @@ def read_sources(
     now: datetime,
     index_mentions: bool,
     estimate: TokenEstimator = estimate_tokens,
+    read_share: int = DEFAULT_MAX_BYTES,
+    positions: Mapping[str, dict[str, str]] | None = None,
 ) -> Intake:
+    """Read every source from its committed cursors, at most about `read_share` bytes of each
+    (what one heartbeat reads). `positions` (source key -> cursors, as `Intake.new` gives them)
+    stand in for the committed cursors of the sources they name, as if a heartbeat had
+    committed them: a dry run follows the heartbeats it predicts with them, moving nothing."""
     intake = Intake([], {}, {}, {}, stored_ahead(state))
     since = now - backfill if backfill else None
     for source in sources:
-        stored = state.cursors.for_source(source.agent, source.key)
+        followed = None if positions is None else positions.get(source.key)
+        stored = (
+            state.cursors.for_source(source.agent, source.key) if followed is None else followed
+        )
         cursors = _stored_cursors(source, stored)
-        first_sight = state.meta.get(f"source.seen:{source.key}") is None
-        result = source.reader.read(cursors, since=since, first_sight=first_sight)
+        first_sight = followed is None and state.meta.get(f"source.seen:{source.key}") is None
+        result = source.reader.read(
+            cursors, since=since, first_sight=first_sight, max_bytes=read_share
+        )
         intake.old[source.key] = dict(stored)
         # A cursor that did not move keeps its stored text (no decoding, nor encoding, of every
         # file's cursor on a heartbeat where nothing is new).

@@ -7,10 +7,13 @@ the run's bookkeeping.
 
 from __future__ import annotations
 
+from memoryd.heartbeat.dryrun import SECONDS_PER_CALL, whole_backlog
 from memoryd.heartbeat.engine import Heartbeat, HeartbeatOptions, HeartbeatReport
 
 __all__ = [
+    "SECONDS_PER_CALL",
     "Heartbeat",
     "HeartbeatOptions",
     "HeartbeatReport",
+    "whole_backlog",
 ]

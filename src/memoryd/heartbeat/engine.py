@@ -308,6 +308,7 @@ class Heartbeat:
             backfill=self.settings.backfill,
             now=self.clock(),
             index_mentions=index_mentions,
+            read_share=self.settings.read_share,
         )
 
 

@@ -24,6 +24,7 @@ from memoryd.heartbeat.ahead import Ahead, Flight
 from memoryd.llm.prices import Usage
 from memoryd.llm.tokens import scaled_estimate
 from memoryd.logs import get_logger
+from memoryd.sources.reader import DEFAULT_MAX_BYTES
 from memoryd.state.facade import State
 from memoryd.state.meta import unusable_llm
 
@@ -65,6 +66,8 @@ class HeartbeatOptions:
     # The configured agents' names: a queued read by any other is refused (`store.reads`);
     # None accepts every name.
     agents: frozenset[str] | None = None
+    # At most about this many bytes read from each source by one heartbeat (its read share).
+    read_share: int = DEFAULT_MAX_BYTES
 
     def estimate_tokens(self, text: str) -> int:
         """The estimated tokens of `text` in the model's tokenizer."""

@@ -18,7 +18,13 @@ from memoryd.budget import PROMPT_TOKENS_ALLOWANCE
 from memoryd.collector import frozen_while
 from memoryd.extractors.extract import Extractor, MarkersExtractor, WatchedExtractor
 from memoryd.gitrepo import GitStore
-from memoryd.heartbeat import Heartbeat, HeartbeatOptions, HeartbeatReport
+from memoryd.heartbeat import (
+    SECONDS_PER_CALL,
+    Heartbeat,
+    HeartbeatOptions,
+    HeartbeatReport,
+    whole_backlog,
+)
 from memoryd.jobs.environment import Environment, host_name, open_state
 from memoryd.jobs.parts import (
     extractor_for,
@@ -224,11 +230,17 @@ def _after(callback: Callable[[], None]) -> Iterator[None]:
 
 
 def dry_run_heartbeat(
-    settings: Settings, env: Environment, *, online: bool = False
+    settings: Settings,
+    env: Environment,
+    *,
+    online: bool = False,
+    seconds_per_call: float = SECONDS_PER_CALL,
 ) -> dict[str, object]:
-    """What a heartbeat would send now: chunks, estimated tokens and cost. Changes nothing.
-    `online`: the endpoint also counts the requests it would send (`memoryd.heartbeat.counting`);
-    no extraction is asked. Raise ConfigError when `online` finds no API key."""
+    """What a heartbeat would send now: chunks, estimated tokens and cost, and under `backlog`
+    the whole bill, every heartbeat the backlog will take (`memoryd.heartbeat.dryrun`, its
+    duration at `seconds_per_call`). Changes nothing. `online`: the endpoint also counts the
+    requests the next heartbeat would send (`memoryd.heartbeat.counting`); no extraction is
+    asked. Raise ConfigError when `online` finds no API key."""
     asks_a_model = settings.llm.provider != "markers"
     with open_state(settings, env) as state, ExitStack() as stack:
         # A dry run asks no model: the markers extractor stands in and is never asked.
@@ -248,6 +260,12 @@ def dry_run_heartbeat(
             )
             counting = (builder, client)
         report = heartbeat.dry_run(shares_calls=asks_a_model, counting=counting)
+        report["backlog"] = whole_backlog(
+            heartbeat,
+            asks_a_model=asks_a_model,
+            shares_calls=asks_a_model,
+            seconds_per_call=seconds_per_call,
+        )
     report["provider"] = settings.llm.provider
     if online and not asks_a_model:
         note = 'llm.provider is "markers": nothing would be sent to count'

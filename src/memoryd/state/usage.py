@@ -77,6 +77,10 @@ class UsageLedger:
         """Sum the calls made by run `run_id` (for its `heartbeat.finished` line)."""
         return self._totals("run_id = ?", (run_id,))
 
+    def totals_for_job(self, job: str) -> UsageTotals:
+        """Sum every call the ledger holds of one job (`heartbeat`, `rewrite`)."""
+        return self._totals("job = ?", (job,))
+
     def _totals(self, where: str, parameters: tuple[str, ...]) -> UsageTotals:
         sql = f"{_TOTALS_SELECT} WHERE {where}"
         row = self._db.query_one(sql, parameters)

@@ -407,7 +407,7 @@ class _SmallReads(SourceReader):
     """A reader whose per-run read share is a few hundred bytes."""
 
     def read(self, cursors: Mapping[str, FileCursor], **options: Any) -> ReadResult:
-        return super().read(cursors, max_bytes=300, **options)
+        return super().read(cursors, **{**options, "max_bytes": 300})
 
 
 def test_a_source_stopped_at_its_read_share_says_more_is_waiting(state: State, logs: Path) -> None:
@@ -418,3 +418,25 @@ def test_a_source_stopped_at_its_read_share_says_more_is_waiting(state: State, l
     settings = SourceSettings(format="jsonl", path=str(logs))
     small = Source("ops", f"jsonl:{logs}", _SmallReads("ops", settings))
     assert read(state, small).more
+
+
+def test_a_read_share_and_followed_positions_read_on_without_moving_anything(
+    state: State, logs: Path
+) -> None:
+    rows = [said("user", f"line {n} " + "x" * 80, START + timedelta(minutes=n)) for n in range(20)]
+    write_log(logs / "a.jsonl", rows)
+    source = source_of(logs)
+    options: dict[str, Any] = {
+        "clean": clean,
+        "zone": UTC_ZONE,
+        "chunk_tokens": 4000,
+        "backfill": None,
+        "now": NOW,
+        "index_mentions": False,
+        "read_share": 300,
+    }
+    first = read_sources([source], state, **options)
+    assert first.more
+    second = read_sources([source], state, positions=first.new, **options)
+    assert second.new != first.new  # it went on from where the first share stopped
+    assert state.cursors.for_source(source.agent, source.key) == {}  # nothing was committed
