@@ -1,13 +1,14 @@
 """The extractor that asks a model (`LLMExtractor`), with forced tool use.
 
-The stable prefix (system prompt and tool definition) is the same for every chunk so it is cached,
-and the variable part carries the chunk's context and transcript inside delimiters derived from a
-fresh nonce the transcript does not contain. An answer that does not validate is asked for once
-more with the validation errors shown; a second invalid answer raises `InvalidAnswerError` and
-nothing of the chunk is written. A refusal (`stop_reason` "refusal") is about this content: it is
-not asked again, and its `InvalidAnswerError` says `about_content`, so the heartbeat never counts
-it as a sign that the model cannot do the task. Several short chunks of one agent and day can be
-asked in one call, each in its own section (`extract_sections`, `memoryd.extractors.sections`).
+The stable prefix (system prompt and tool definition) is the same for every chunk so it is
+cached, and the variable part carries the chunk's context and transcript inside delimiters
+derived from a fresh nonce the transcript does not contain. An answer that does not validate is
+asked for once more with the validation errors shown; a second invalid answer raises
+`InvalidAnswerError` and nothing of the chunk is written. A refusal (`stop_reason` "refusal") is
+about this content: it is not asked again, and its `InvalidAnswerError` says `about_content`, so
+the heartbeat never counts it as a sign that the model cannot do the task. Several short chunks
+of one agent (of any days) can be asked in one call, each in its own section
+(`extract_sections`, `memoryd.extractors.sections`).
 """
 
 from __future__ import annotations
@@ -131,7 +132,7 @@ class LLMExtractor:
     def build_sections_request(
         self, chunks: Sequence[Chunk], contexts: Sequence[ChunkContext], correction: str = ""
     ) -> ToolRequest:
-        """One request for several chunks of one agent and day, each in its own section."""
+        """One request for several chunks of one agent, each in its own section with its date."""
         from memoryd.extractors.sections import section_ids  # noqa: PLC0415 - see the top
 
         ids = section_ids(len(chunks))
@@ -141,6 +142,7 @@ class LLMExtractor:
         sections = "\n\n".join(
             self._section.render(
                 section=section,
+                date=chunk.day.isoformat(),
                 session=chunk.session_id,
                 known_entities=context.known_entities or "(none)",
                 tacit=context.tacit or "(none)",
@@ -155,7 +157,6 @@ class LLMExtractor:
         user_content = self._sections.render(
             agent=lead.agent,
             routine=lead.routine or "(none)",
-            date=lead.day.isoformat(),
             skills_index=contexts[0].skills_index or "(empty)",
             count=str(len(chunks)),
             sections=sections,
@@ -189,7 +190,7 @@ class LLMExtractor:
         contexts: Sequence[ChunkContext],
         may_retry: RetryCheck = retry_allowed,
     ) -> tuple[Extraction, list[RecordMemories]]:
-        """Several chunks of one agent and day in one call: the whole (scrubbed) extraction
+        """Several chunks of one agent (of any days) in one call: the whole (scrubbed) extraction
         and one answer per chunk, in order (`memoryd.extractors.sections`). An answer whose
         attribution is wrong counts as invalid (one corrective retry, as for any answer)."""
         from memoryd.extractors.sections import (  # noqa: PLC0415 - see the top
@@ -205,7 +206,8 @@ class LLMExtractor:
             may_retry,
         )
         texts = ["\n".join(turn.text for turn in chunk.turns) for chunk in chunks]
-        return extraction, split_answer(extraction.answer, ids, texts)
+        shown = [context.known_entities for context in contexts]
+        return extraction, split_answer(extraction.answer, ids, texts, shown)
 
     def _ask(
         self,

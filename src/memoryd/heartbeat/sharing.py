@@ -1,14 +1,15 @@
-"""Short conversations of one agent and day sharing one model call.
+"""Short conversations of one agent sharing one model call, whatever their days.
 
 Before a heartbeat applies its chunks, `plan_groups` finds runs of consecutive chunks (in
-chronological order) of the same agent, day and routine, each short, together within one chunk's
-token budget, at most `sections_per_call` of them. When the first chunk of such a group has its
-turn, `answer_group` asks the model once for the whole group (`memoryd.extractors.sections`) and
-splits the answer per chunk. Every chunk keeps its own journal record: each plan is journalled
-before the call, and every chunk's answer (the call's usage on the first) in one transaction
-before anything is applied; the others are then applied at their own turns, in order. A killed
-heartbeat finds the answers in the journal and pays nothing twice; a chunk is filed once, since
-it is marked committed by its own key.
+chronological order) of the same agent and routine, each short, together within one chunk's
+token budget, at most `sections_per_call` of them. They may be of different days: each section
+carries its own date, and each chunk is filed on its own day (its answer is its own). When the
+first chunk of such a group has its turn, `answer_group` asks the model once for the whole group
+(`memoryd.extractors.sections`) and splits the answer per chunk. Every chunk keeps its own
+journal record: each plan is journalled before the call, and every chunk's answer (the call's
+usage on the first) in one transaction before anything is applied; the others are then applied
+at their own turns, in order. A killed heartbeat finds the answers in the journal and pays
+nothing twice; a chunk is filed once, since it is marked committed by its own key.
 
 Members are never sent ahead on their own. When the call does not give a usable answer (an
 invalid answer twice, a refusal, an error about this request), its cost is charged and the chunks
@@ -76,8 +77,7 @@ def plan_groups(
             and size <= chunk_tokens // SHORT_SHARE
             and len(current) < limit
             and used + size <= chunk_tokens
-            and (chunk.agent, chunk.day, chunk.routine)
-            == (current[0].agent, current[0].day, current[0].routine)
+            and (chunk.agent, chunk.routine) == (current[0].agent, current[0].routine)
         )
         if fits:
             current.append(chunk)
