@@ -326,3 +326,29 @@ def test_conversations_of_several_days_share_calls_within_both_limits(
         )
         assert tokens <= settings.llm.chunk_tokens
     assert report.counters.facts_added == 7
+
+
+def marked_for_cache(request: RecordedRequest) -> bool:
+    return any("cache_control" in tool for tool in request.body.get("tools", []))
+
+
+def test_a_heartbeats_only_call_does_not_pay_for_a_cache_write(ws_root: Workspace) -> None:
+    # One shared call is all the heartbeat sends: a cache write (1.25x) would never be read.
+    write_short(ws_root, 3, days=3)
+    with FakeAnthropicServer(handler=section_model) as server:
+        ws_root.heartbeat(ws_root.settings(llm={"sections_per_call": 8}), server.base_url)
+        lone = server.message_requests
+    assert len(lone) == 1 and not marked_for_cache(lone[0])
+
+
+def test_a_shared_call_followed_by_another_marks_the_prefix_for_the_cache(
+    ws_root: Workspace,
+) -> None:
+    write_short(ws_root, 4, days=2)
+    with FakeAnthropicServer(handler=section_model) as server:
+        ws_root.heartbeat(
+            ws_root.settings(llm={"sections_per_call": 2, "concurrency": 1}), server.base_url
+        )
+        requests = server.message_requests
+    assert [len(sections_of(request)) for request in requests] == [2, 2]
+    assert all(marked_for_cache(request) for request in requests)

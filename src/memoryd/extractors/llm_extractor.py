@@ -130,7 +130,12 @@ class LLMExtractor:
         return self._request(user_content, correction)
 
     def build_sections_request(
-        self, chunks: Sequence[Chunk], contexts: Sequence[ChunkContext], correction: str = ""
+        self,
+        chunks: Sequence[Chunk],
+        contexts: Sequence[ChunkContext],
+        correction: str = "",
+        *,
+        cache_prefix: bool = True,
     ) -> ToolRequest:
         """One request for several chunks of one agent, each in its own section with its date."""
         from memoryd.extractors.sections import section_ids  # noqa: PLC0415 - see the top
@@ -161,9 +166,11 @@ class LLMExtractor:
             count=str(len(chunks)),
             sections=sections,
         )
-        return self._request(user_content, correction)
+        return self._request(user_content, correction, cache_prefix=cache_prefix)
 
-    def _request(self, user_content: str, correction: str) -> ToolRequest:
+    def _request(
+        self, user_content: str, correction: str, *, cache_prefix: bool = True
+    ) -> ToolRequest:
         """The request for `user_content`, with the corrective note after it when retrying."""
         if correction:
             user_content += "\n\n" + correction
@@ -173,6 +180,7 @@ class LLMExtractor:
             tool=self._tool,
             user_content=user_content,
             max_tokens=self._max_tokens,
+            cache_prefix=cache_prefix,
         )
 
     def extract(
@@ -189,6 +197,8 @@ class LLMExtractor:
         chunks: Sequence[Chunk],
         contexts: Sequence[ChunkContext],
         may_retry: RetryCheck = retry_allowed,
+        *,
+        cache_prefix: bool = True,
     ) -> tuple[Extraction, list[RecordMemories]]:
         """Several chunks of one agent (of any days) in one call: the whole (scrubbed) extraction
         and one answer per chunk, in order (`memoryd.extractors.sections`). An answer whose
@@ -201,7 +211,9 @@ class LLMExtractor:
 
         ids = section_ids(len(chunks))
         extraction = self._ask(
-            lambda correction: self.build_sections_request(chunks, contexts, correction),
+            lambda correction: self.build_sections_request(
+                chunks, contexts, correction, cache_prefix=cache_prefix
+            ),
             lambda answer: attribution_errors(answer, ids),
             may_retry,
         )
