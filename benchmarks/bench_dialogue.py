@@ -1,10 +1,18 @@
-"""Input tokens sent per dialogue token on short dialogue sessions.
+"""Input tokens sent and billed per dialogue token on short dialogue sessions.
 
-Ten short work conversations of one agent on one day (one file each, a few turns of plain
-dialogue, no tool output) go through one real heartbeat (`tests.support.harness`) against the
-fake Anthropic server over loopback through the real SDK. Everything the server received is
-counted: the system prompt, the tool definition (name, description, input schema as JSON) and
-the messages. Tokens are characters / 4 on both sides; the dialogue is the turns' text only.
+Two samples of ten short work conversations of one agent (one file each, a few turns of plain
+dialogue, no tool output): all on one day, and spread over five days (as mem0's sample is). Each
+goes through one real heartbeat (`tests.support.harness`) against the fake Anthropic server over
+loopback through the real SDK. Everything the server received is counted: the system prompt, the
+tool definition (name, description, input schema as JSON) and the messages. Tokens are
+characters / 4 on both sides; the dialogue is the turns' text only.
+
+Billed tokens follow a model of prompt caching that the fake server applies to what it receives
+and reports as the API does (`usage`): the prefix memoryd marks for caching (system prompt and
+tool) is written to the cache by the first call (`cache_creation_input_tokens`) and read by every
+later one (`cache_read_input_tokens`), when it is at least `MIN_CACHEABLE` tokens long; the rest
+is plain input. memoryd's own ledger (the heartbeat report) sums what the SDK gave it, and billed
+tokens weigh it as the API prices it: input 1x, cache writes 1.25x, cache reads 0.1x.
 
 `--label before|after` keeps each run's figures in `$TMPDIR/memoryd-bench/dialogue/<label>.json`;
 the `## Short dialogue tokens` section of BENCHMARKS.md shows both side by side.
@@ -18,11 +26,12 @@ import random
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from tests.fakes.fake_anthropic import FakeAnthropicServer, RecordedRequest, ToolUse
+from tests.fakes.fake_anthropic import FakeAnthropicServer, FakeUsage, RecordedRequest, ToolUse
 from tests.support.harness import Workspace, turn
 
 from benchmarks._report import write_section
@@ -30,8 +39,16 @@ from memoryd.settings._model import LLMSettings
 
 DATA = Path(tempfile.gettempdir()) / "memoryd-bench" / "dialogue"
 ROOT = Path(__file__).resolve().parent.parent
-TARGET = 3.0
+SENT_TARGET = 4.0
+BILLED_TARGET = 3.0
 SECTIONS = 10  # `llm.sections_per_call`, where the memoryd under test has it
+# The smallest prefix the model caches (1,024 tokens on Sonnet and Opus; Haiku's is larger, and
+# then nothing is cached and billed equals sent). The lower bound makes a cache write (1.25x)
+# the likelier case, which is the costlier one for a heartbeat of one or two calls.
+MIN_CACHEABLE = 1024
+CACHE_WRITE = 1.25
+CACHE_READ = 0.1
+SAMPLES = {"one-day": 1, "several-days": 5}  # name: days the ten conversations spread over
 QUESTIONS = [
     "Can you check why the nightly export to the billing bucket failed again?",
     "Please draft a short reply to Dana about moving the vendor review to Thursday.",
@@ -64,14 +81,17 @@ FOLLOW_UPS = [
 ]
 
 
-def write_conversations(ws: Workspace, count: int, rng: random.Random) -> int:
-    """`count` short conversations of agent "ops" on one day; return the dialogue's characters."""
-    start = datetime(2026, 3, 9, 8, 30, tzinfo=UTC)
+def write_conversations(ws: Workspace, count: int, days: int, rng: random.Random) -> int:
+    """`count` short conversations of agent "ops" spread over `days` days (the same number on
+    each, the first ones earlier); return the dialogue's characters."""
+    start = datetime(2026, 3, 2, 8, 30, tzinfo=UTC)
+    per_day = -(-count // days)
     characters = 0
     for number in range(count):
-        when = start + timedelta(minutes=40 * number)
+        day, slot = divmod(number, per_day)
+        when = start + timedelta(days=day, minutes=40 * slot)
         texts = []
-        for step in range(4):  # four exchanges, about 190 tokens of dialogue in all
+        for step in range(4):  # four exchanges, about 145 tokens of dialogue in all
             pick = (number + 3 * step) % len(QUESTIONS)
             texts.append(("user", QUESTIONS[pick]))
             texts.append(("assistant", ANSWERS[pick]))
@@ -97,33 +117,67 @@ def sent_characters(request: RecordedRequest) -> dict[str, int]:
     return {"system": len(system_text), "tools": len(tools), "messages": len(messages)}
 
 
-def measure(conversations: int) -> dict[str, Any]:
+def caching_model() -> Callable[[RecordedRequest], ToolUse]:
+    """An empty answer whose usage is what the API would report under the caching model above."""
+    cached: set[int] = set()
+
+    def answer(request: RecordedRequest) -> ToolUse:
+        parts = sent_characters(request)
+        prefix = (parts["system"] + parts["tools"]) // 4
+        total = sum(parts.values()) // 4
+        marked = any("cache_control" in tool for tool in request.body.get("tools", []))
+        if not marked or prefix < MIN_CACHEABLE:
+            return ToolUse({}, usage=FakeUsage(input_tokens=total, output_tokens=20))
+        write = 0 if prefix in cached else prefix
+        cached.add(prefix)
+        usage = FakeUsage(
+            input_tokens=total - prefix,
+            output_tokens=20,
+            cache_creation_input_tokens=write,
+            cache_read_input_tokens=prefix - write,
+        )
+        return ToolUse({}, usage=usage)
+
+    return answer
+
+
+def measure(conversations: int, days: int) -> dict[str, Any]:
     root = DATA / "run"
     if root.exists():
         shutil.rmtree(root)
     ws = Workspace(root)
     ws.init()
-    dialogue = write_conversations(ws, conversations, random.Random(7))
+    dialogue = write_conversations(ws, conversations, days, random.Random(7))
     llm: dict[str, Any] = {}
     if "sections_per_call" in LLMSettings.model_fields:
         llm["sections_per_call"] = SECTIONS
     settings = ws.settings(llm=llm)
-    with FakeAnthropicServer(handler=lambda _r: ToolUse({})) as server:
+    with FakeAnthropicServer(handler=caching_model()) as server:
         report = ws.heartbeat(settings, server.base_url)
         requests = server.message_requests
     parts = [sent_characters(r) for r in requests]
     totals = {key: sum(p[key] for p in parts) for key in ("system", "tools", "messages")}
     sent = sum(totals.values())
     prefix = (parts[0]["system"] + parts[0]["tools"]) // 4 if parts else 0
+    usage = report.usage
+    billed = (
+        usage.input_tokens
+        + CACHE_WRITE * usage.cache_creation_input_tokens
+        + CACHE_READ * usage.cache_read_input_tokens
+    )
+    dialogue_tokens = dialogue // 4
     return {
         "conversations": conversations,
+        "days": days,
         "outcome": report.outcome,
         "calls": len(requests),
-        "dialogue_tokens": dialogue // 4,
+        "dialogue_tokens": dialogue_tokens,
         "sent_tokens": sent // 4,
         "prefix_tokens": prefix,
         "prefix_share": (totals["system"] + totals["tools"]) / sent if sent else 0.0,
         "per_dialogue_token": sent / dialogue if dialogue else 0.0,
+        "billed_tokens": round(billed),
+        "billed_per_dialogue_token": billed / dialogue_tokens if dialogue_tokens else 0.0,
         "commit": _commit(),
     }
 
@@ -138,16 +192,13 @@ def _commit() -> str:
     return result.stdout.strip() or "?"
 
 
-def render(results: dict[str, dict[str, Any]]) -> str:
+def render_table(results: dict[str, dict[str, Any]]) -> list[str]:
     labels = [label for label in ("before", "after") if label in results]
     header = "| measure | " + " | ".join(f"{name}: {results[name]['commit']}" for name in labels)
-    rows = [
-        header + " | target |",
-        "|---|" + "---|" * len(labels) + "---|",
-    ]
+    rows = [header + " | target |", "|---|" + "---|" * len(labels) + "---|"]
 
     def row(name: str, key: str, fmt: str, target: str = "") -> None:
-        cells = " | ".join(format(results[label][key], fmt) for label in labels)
+        cells = " | ".join(format(results[label].get(key, 0), fmt) for label in labels)
         rows.append(f"| {name} | {cells} | {target} |")
 
     row("model calls", "calls", "d")
@@ -155,21 +206,41 @@ def render(results: dict[str, dict[str, Any]]) -> str:
     row("input tokens sent (everything)", "sent_tokens", ",d")
     row("fixed prefix per call (system + tool)", "prefix_tokens", ",d")
     row("prefix share of input", "prefix_share", ".0%")
-    row("**input tokens sent per dialogue token**", "per_dialogue_token", ".2f", f"<= {TARGET}")
-    first = results[labels[0]]
-    return "\n".join(
-        [
-            f"Run: `python -m benchmarks dialogue -- --label before|after`: "
-            f"{first['conversations']} short work conversations (9 turns each, plain dialogue) "
-            "of one agent on one day, one heartbeat against the fake Anthropic server through "
-            "the real SDK. Everything the server received is counted (system prompt, tool name, "
-            "description and input schema, messages); tokens are characters / 4 on both sides, "
-            "the dialogue being the turns' text. Nothing is cached in these figures. Where "
-            f"memoryd has `llm.sections_per_call`, it is set to {SECTIONS}.",
-            "",
-            *rows,
-        ]
+    row(
+        "**input tokens sent per dialogue token**", "per_dialogue_token", ".2f", f"<= {SENT_TARGET}"
     )
+    row("input tokens billed (cache write 1.25x, read 0.1x)", "billed_tokens", ",d")
+    row(
+        "**input tokens billed per dialogue token**",
+        "billed_per_dialogue_token",
+        ".2f",
+        f"<= {BILLED_TARGET}",
+    )
+    return rows
+
+
+def render(results: dict[str, dict[str, dict[str, Any]]]) -> str:
+    lines = [
+        "Run: `python -m benchmarks dialogue -- --label before|after`: 10 short work "
+        "conversations (9 turns each, plain dialogue) of one agent, one heartbeat against the "
+        "fake Anthropic server through the real SDK, for two samples: all on one day, and spread "
+        "over five days (as mem0's sample is). Everything the server received is counted (system "
+        "prompt, tool name, description and input schema, messages); tokens are characters / 4 "
+        "on both sides, the dialogue being the turns' text. Billed tokens: the fake server "
+        "reports usage under a caching model (the prefix memoryd marks for caching, system "
+        f"prompt and tool, written by the first call and read by the later ones when it is at "
+        f"least {MIN_CACHEABLE:,} tokens; below that nothing is cached and billed equals sent); "
+        "memoryd's ledger sums it, weighed as priced: input 1x, cache writes 1.25x, cache reads "
+        f"0.1x. Where memoryd has `llm.sections_per_call`, it is set to {SECTIONS}.",
+    ]
+    for sample, days in SAMPLES.items():
+        figures = {label: found[sample] for label, found in results.items() if sample in found}
+        if not figures:
+            continue
+        title = "all on one day" if days == 1 else f"spread over {days} days"
+        lines += ["", f"Sample `{sample}`: ten conversations {title}.", ""]
+        lines += render_table(figures)
+    return "\n".join(lines)
 
 
 def main(argv: list[str]) -> int:
@@ -179,13 +250,15 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--no-write", action="store_true", help="print, do not touch BENCHMARKS.md")
     options = parser.parse_args(argv)
     DATA.mkdir(parents=True, exist_ok=True)
-    figures = measure(options.conversations)
+    figures = {sample: measure(options.conversations, days) for sample, days in SAMPLES.items()}
     (DATA / f"{options.label}.json").write_text(json.dumps(figures, indent=2), encoding="utf-8")
     results = {}
     for label in ("before", "after"):
         path = DATA / f"{label}.json"
         if path.exists():
-            results[label] = json.loads(path.read_text(encoding="utf-8"))
+            found = json.loads(path.read_text(encoding="utf-8"))
+            if isinstance(found.get("one-day"), dict):  # not a file of an earlier layout
+                results[label] = found
     body = render(results)
     print(body)
     if not options.no_write:

@@ -42,7 +42,9 @@ name = "ops"
 
 def anthropic_llm(base_url: str, *more: str) -> str:
     """An `[llm]` body for the fake Anthropic server: one attempt per call, so a test's error
-    answers are seen at once; `more` are further `key = value` lines."""
-    return "\n".join(
-        ('provider = "anthropic"', f'base_url = "{base_url}"', "max_attempts = 1", *more)
-    )
+    answers are seen at once, and one call per conversation, so that calls count chunks
+    (conversations of different days would share one otherwise); `more` are further
+    `key = value` lines."""
+    lines = ('provider = "anthropic"', f'base_url = "{base_url}"', "max_attempts = 1")
+    shared = any(line.startswith("sections_per_call") for line in more)
+    return "\n".join((*lines, *(() if shared else ("sections_per_call = 1",)), *more))

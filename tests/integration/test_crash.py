@@ -88,14 +88,15 @@ def wrapper(tmp_path: Path) -> Path:
     return folder
 
 
-def prepare(root: Path, base_url: str) -> tuple[Workspace, Path]:
+def prepare(root: Path, base_url: str, *, shared: bool = False) -> tuple[Workspace, Path]:
     workspace = Workspace(root)
     workspace.init()
     workspace.write_log("a.jsonl", [turn("user", text, f"{day}T10:00:00Z") for day, text in DAYS])
     config = root / "memoryd.toml"
     # One call at a time: the kill points and the paid-call counts below are about the journal's
     # order of events (calls in flight at once are tested in test_concurrency.py).
-    llm = anthropic_llm(base_url, "concurrency = 1")
+    # `shared`: the three days' chunks share one call (`llm.sections_per_call`).
+    llm = anthropic_llm(base_url, "concurrency = 1", f"sections_per_call = {10 if shared else 1}")
     text = ops_config(llm=llm, store=workspace.store, state=root / "state", logs=workspace.logs)
     config.write_text(text, encoding="utf-8")
     return workspace, config
@@ -183,6 +184,22 @@ def test_killed_around_the_commit_then_finished(
         assert finish(start(config, None, None, workspace.root)) == 0
         # The answers were journalled before the kill: nothing is asked again.
         assert len(server.message_requests) == paid
+    assert normalized_tree(workspace) == reference
+    assert workspace.git("status", "--porcelain") == ""
+
+
+@pytest.mark.parametrize("kill_at", ["before-add", "after-commit"])
+def test_a_shared_call_of_several_days_killed_around_the_commit_then_finished(
+    tmp_path: Path, wrapper: Path, reference: dict[str, str], kill_at: str
+) -> None:
+    with FakeAnthropicServer(handler=model) as server:
+        workspace, config = prepare(tmp_path / "crash", server.base_url, shared=True)
+        assert finish(start(config, wrapper, kill_at, workspace.root)) == -signal.SIGKILL
+        assert len(server.message_requests) == 1  # the three days in one call
+        assert finish(start(config, None, None, workspace.root)) == 0
+        # Every day's answer was journalled before the kill: nothing is asked again.
+        assert len(server.message_requests) == 1
+    # Each day filed once, on its own day, as with one call per day.
     assert normalized_tree(workspace) == reference
     assert workspace.git("status", "--porcelain") == ""
 

@@ -69,7 +69,10 @@ class Workspace:
         raw: dict[str, Any] = {
             "store": {"path": str(self.store)},
             "state": {"path": str(self.root / "state")},
-            "llm": {"provider": provider, "max_attempts": 3},
+            # One call per conversation, as most tests count calls per chunk (conversations of
+            # different days would share a call otherwise); tests/integration/test_sections.py
+            # sets `sections_per_call` itself.
+            "llm": {"provider": provider, "max_attempts": 3, "sections_per_call": 1},
             "budget": {"daily_usd": 0},
             "backfill": {"since": "all"},
             "agents": [{"name": "ops", "sources": [{"format": "jsonl", "path": str(self.logs)}]}],

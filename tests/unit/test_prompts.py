@@ -9,7 +9,7 @@ from memoryd.prompts import PromptError, check_prompts, load_prompt, parse_promp
 
 def test_packaged_prompts_load_with_versions() -> None:
     refs = check_prompts()
-    assert refs[:2] == ["extract-system@3", "extract-user@2"]
+    assert refs[:2] == ["extract-system@4", "extract-user@2"]
     assert {ref.split("@")[0] for ref in refs} == {
         "extract-system",
         "extract-user",

@@ -123,8 +123,11 @@ class SectionsExtractor(Protocol):
         chunks: Sequence[Chunk],
         contexts: Sequence[ChunkContext],
         may_retry: RetryCheck = retry_allowed,
+        *,
+        cache_prefix: bool = True,
     ) -> tuple[Extraction, list[RecordMemories]]:
-        """Return the call's extraction and one answer per chunk, in order."""
+        """Return the call's extraction and one answer per chunk, in order; `cache_prefix`
+        False when no other call will reuse the prefix (a cache write costs more than input)."""
         ...
 
 
@@ -157,12 +160,14 @@ class WatchedExtractor:
         chunks: Sequence[Chunk],
         contexts: Sequence[ChunkContext],
         may_retry: RetryCheck = retry_allowed,
+        *,
+        cache_prefix: bool = True,
     ) -> tuple[Extraction, list[RecordMemories]]:
         inner = self._inner
         if not isinstance(inner, SectionsExtractor) or not shares_calls(inner):
             raise TypeError("this extractor asks no model: chunks cannot share a call")
         with self._watch():
-            return inner.extract_sections(chunks, contexts, may_retry)
+            return inner.extract_sections(chunks, contexts, may_retry, cache_prefix=cache_prefix)
 
 
 def shares_calls(extractor: object) -> bool:

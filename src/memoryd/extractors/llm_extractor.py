@@ -1,13 +1,14 @@
 """The extractor that asks a model (`LLMExtractor`), with forced tool use.
 
-The stable prefix (system prompt and tool definition) is the same for every chunk so it is cached,
-and the variable part carries the chunk's context and transcript inside delimiters derived from a
-fresh nonce the transcript does not contain. An answer that does not validate is asked for once
-more with the validation errors shown; a second invalid answer raises `InvalidAnswerError` and
-nothing of the chunk is written. A refusal (`stop_reason` "refusal") is about this content: it is
-not asked again, and its `InvalidAnswerError` says `about_content`, so the heartbeat never counts
-it as a sign that the model cannot do the task. Several short chunks of one agent and day can be
-asked in one call, each in its own section (`extract_sections`, `memoryd.extractors.sections`).
+The stable prefix (system prompt and tool definition) is the same for every chunk so it is
+cached, and the variable part carries the chunk's context and transcript inside delimiters
+derived from a fresh nonce the transcript does not contain. An answer that does not validate is
+asked for once more with the validation errors shown; a second invalid answer raises
+`InvalidAnswerError` and nothing of the chunk is written. A refusal (`stop_reason` "refusal") is
+about this content: it is not asked again, and its `InvalidAnswerError` says `about_content`, so
+the heartbeat never counts it as a sign that the model cannot do the task. Several short chunks
+of one agent (of any days) can be asked in one call, each in its own section
+(`extract_sections`, `memoryd.extractors.sections`).
 """
 
 from __future__ import annotations
@@ -129,9 +130,14 @@ class LLMExtractor:
         return self._request(user_content, correction)
 
     def build_sections_request(
-        self, chunks: Sequence[Chunk], contexts: Sequence[ChunkContext], correction: str = ""
+        self,
+        chunks: Sequence[Chunk],
+        contexts: Sequence[ChunkContext],
+        correction: str = "",
+        *,
+        cache_prefix: bool = True,
     ) -> ToolRequest:
-        """One request for several chunks of one agent and day, each in its own section."""
+        """One request for several chunks of one agent, each in its own section with its date."""
         from memoryd.extractors.sections import section_ids  # noqa: PLC0415 - see the top
 
         ids = section_ids(len(chunks))
@@ -141,6 +147,7 @@ class LLMExtractor:
         sections = "\n\n".join(
             self._section.render(
                 section=section,
+                date=chunk.day.isoformat(),
                 session=chunk.session_id,
                 known_entities=context.known_entities or "(none)",
                 tacit=context.tacit or "(none)",
@@ -155,14 +162,15 @@ class LLMExtractor:
         user_content = self._sections.render(
             agent=lead.agent,
             routine=lead.routine or "(none)",
-            date=lead.day.isoformat(),
             skills_index=contexts[0].skills_index or "(empty)",
             count=str(len(chunks)),
             sections=sections,
         )
-        return self._request(user_content, correction)
+        return self._request(user_content, correction, cache_prefix=cache_prefix)
 
-    def _request(self, user_content: str, correction: str) -> ToolRequest:
+    def _request(
+        self, user_content: str, correction: str, *, cache_prefix: bool = True
+    ) -> ToolRequest:
         """The request for `user_content`, with the corrective note after it when retrying."""
         if correction:
             user_content += "\n\n" + correction
@@ -172,6 +180,7 @@ class LLMExtractor:
             tool=self._tool,
             user_content=user_content,
             max_tokens=self._max_tokens,
+            cache_prefix=cache_prefix,
         )
 
     def extract(
@@ -188,8 +197,10 @@ class LLMExtractor:
         chunks: Sequence[Chunk],
         contexts: Sequence[ChunkContext],
         may_retry: RetryCheck = retry_allowed,
+        *,
+        cache_prefix: bool = True,
     ) -> tuple[Extraction, list[RecordMemories]]:
-        """Several chunks of one agent and day in one call: the whole (scrubbed) extraction
+        """Several chunks of one agent (of any days) in one call: the whole (scrubbed) extraction
         and one answer per chunk, in order (`memoryd.extractors.sections`). An answer whose
         attribution is wrong counts as invalid (one corrective retry, as for any answer)."""
         from memoryd.extractors.sections import (  # noqa: PLC0415 - see the top
@@ -200,12 +211,15 @@ class LLMExtractor:
 
         ids = section_ids(len(chunks))
         extraction = self._ask(
-            lambda correction: self.build_sections_request(chunks, contexts, correction),
+            lambda correction: self.build_sections_request(
+                chunks, contexts, correction, cache_prefix=cache_prefix
+            ),
             lambda answer: attribution_errors(answer, ids),
             may_retry,
         )
         texts = ["\n".join(turn.text for turn in chunk.turns) for chunk in chunks]
-        return extraction, split_answer(extraction.answer, ids, texts)
+        shown = [context.known_entities for context in contexts]
+        return extraction, split_answer(extraction.answer, ids, texts, shown)
 
     def _ask(
         self,

@@ -1,16 +1,18 @@
 """Several short conversations in one call: sections, and answers attributed per section.
 
-A request may hold several chunks of the same agent and day, each fenced in its own section
-(`s1`, `s2`, ... in chronological order). The answer is one `record_memories` input whose facts,
-timeline entries and skills name their `section` (required when there are several sections, an
-id offered); `split_answer` turns it into one answer per chunk, as if each had been asked alone,
-so that each chunk keeps its own provenance, journal record and cursor semantics:
+A request may hold several chunks of the same agent, of one day or several, each fenced in its
+own section (`s1`, `s2`, ... in chronological order) that gives its date. The answer is one
+`record_memories` input whose facts, timeline entries and skills name their `section` (required
+when there are several sections, an id offered); `split_answer` turns it into one answer per
+chunk, as if each had been asked alone, so that each chunk keeps its own provenance, journal
+record and cursor semantics:
 
 - facts, timeline entries and skills go to the section they name;
 - an entity goes to every section whose facts name it (as subject or related entity), or to the
   first section when no fact does;
-- accessed fact ids go to the first section: they depend only on the agent and the day, which
-  the sections share;
+- an accessed fact id goes to the latest section whose known entities showed it (the last
+  section when none did), so that the fact counts one access, dated by the latest conversation
+  that could have used it;
 - a tacit line goes to the section whose text shares the most words with it (the first on a
   tie or when none does), so that the safety gate judges it against the conversation it came
   from: a line lifted from one section's tool output is not credited to another's user.
@@ -18,6 +20,7 @@ so that each chunk keeps its own provenance, journal record and cursor semantics
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from memoryd.extractors.contract import EntityName, RecordMemories
@@ -56,11 +59,18 @@ def _key(entity: EntityName) -> tuple[str, str]:
 
 
 def split_answer(
-    answer: RecordMemories, ids: Sequence[str], texts: Sequence[str] = ()
+    answer: RecordMemories,
+    ids: Sequence[str],
+    texts: Sequence[str] = (),
+    shown: Sequence[str] = (),
 ) -> list[RecordMemories]:
     """One answer per section, in the order of `ids`, with `section` left out (the caller has
-    checked `attribution_errors`); `texts` are the sections' texts, in the same order."""
+    checked `attribution_errors`); `texts` are the sections' texts and `shown` the known
+    entities each was shown with, in the same order."""
     first = ids[0]
+    accessed: dict[str, list[str]] = {section: [] for section in ids}
+    for fact_id in answer.accessed:
+        accessed[_showing(fact_id, ids, shown)].append(fact_id)
     tacit: dict[str, list[str]] = {section: [] for section in ids}
     for line in answer.tacit:
         tacit[_best_section(line, ids, texts)].append(line)
@@ -91,7 +101,7 @@ def split_answer(
                 "timeline": timeline[section],
                 "skills": skills[section],
                 "tacit": tacit[section],
-                "accessed": list(answer.accessed) if section == first else [],
+                "accessed": accessed[section],
             }
         )
         for section in ids
@@ -106,3 +116,12 @@ def _best_section(line: str, ids: Sequence[str], texts: Sequence[str]) -> str:
         if score > best_score:
             best, best_score = section, score
     return best
+
+
+def _showing(fact_id: str, ids: Sequence[str], shown: Sequence[str]) -> str:
+    """The latest section whose known entities list `fact_id` (as `  <id>:` or `  <id> (`)."""
+    pattern = re.compile(rf"^  {re.escape(fact_id)}[: ]", re.MULTILINE)
+    for section, known in reversed(list(zip(ids, shown, strict=False))):
+        if pattern.search(known):
+            return section
+    return ids[-1]

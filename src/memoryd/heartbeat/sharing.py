@@ -1,14 +1,15 @@
-"""Short conversations of one agent and day sharing one model call.
+"""Short conversations of one agent sharing one model call, whatever their days.
 
 Before a heartbeat applies its chunks, `plan_groups` finds runs of consecutive chunks (in
-chronological order) of the same agent, day and routine, each short, together within one chunk's
-token budget, at most `sections_per_call` of them. When the first chunk of such a group has its
-turn, `answer_group` asks the model once for the whole group (`memoryd.extractors.sections`) and
-splits the answer per chunk. Every chunk keeps its own journal record: each plan is journalled
-before the call, and every chunk's answer (the call's usage on the first) in one transaction
-before anything is applied; the others are then applied at their own turns, in order. A killed
-heartbeat finds the answers in the journal and pays nothing twice; a chunk is filed once, since
-it is marked committed by its own key.
+chronological order) of the same agent and routine, each short, together within one chunk's
+token budget, at most `sections_per_call` of them. They may be of different days: each section
+carries its own date, and each chunk is filed on its own day (its answer is its own). When the
+first chunk of such a group has its turn, `answer_group` asks the model once for the whole group
+(`memoryd.extractors.sections`) and splits the answer per chunk. Every chunk keeps its own
+journal record: each plan is journalled before the call, and every chunk's answer (the call's
+usage on the first) in one transaction before anything is applied; the others are then applied
+at their own turns, in order. A killed heartbeat finds the answers in the journal and pays
+nothing twice; a chunk is filed once, since it is marked committed by its own key.
 
 Members are never sent ahead on their own. When the call does not give a usable answer (an
 invalid answer twice, a refusal, an error about this request), its cost is charged and the chunks
@@ -76,8 +77,7 @@ def plan_groups(
             and size <= chunk_tokens // SHORT_SHARE
             and len(current) < limit
             and used + size <= chunk_tokens
-            and (chunk.agent, chunk.day, chunk.routine)
-            == (current[0].agent, current[0].day, current[0].routine)
+            and (chunk.agent, chunk.routine) == (current[0].agent, current[0].routine)
         )
         if fits:
             current.append(chunk)
@@ -157,7 +157,7 @@ def take(
         run.state.journal.plan(
             member.key, run_id=run.run_id, plan_json=lean_plan(member), at=run.clock()
         )
-    handled, result = _call(run, members, session, estimate)
+    handled, result = _call(run, members, session, estimate, _reused(run, members, upcoming))
     if result is None:
         return handled, None
     extraction, given = result
@@ -186,6 +186,7 @@ def _call(
     members: list[Chunk],
     session: StoreSession,
     estimate: float | None,
+    cache_prefix: bool,
 ) -> tuple[bool, tuple[Extraction, list[RecordMemories]] | None]:
     """The shared call: (True, result), or (handled, None) when it gave no usable answer."""
     chunk = members[0]
@@ -195,7 +196,7 @@ def _call(
         return False, None  # `plan` made no group for it
     try:
         return True, extractor.extract_sections(
-            members, contexts, sending.retry_check(run, estimate)
+            members, contexts, sending.retry_check(run, estimate), cache_prefix=cache_prefix
         )
     except RetryRefusedError as error:
         # The shared answer was invalid and its corrective retry would pass the budget.
@@ -215,6 +216,18 @@ def _call(
     except PermanentLLMError as error:
         log.warning("sections.fell_back", chunks=len(members), reason=str(error)[:300])
         return False, None
+
+
+def _reused(run: RunBook, members: list[Chunk], upcoming: list[Chunk]) -> bool:
+    """Whether another call of this heartbeat sends the same prefix, so that marking it for
+    the cache pays: a call was made before (its cache write is read now) or a chunk after the
+    group still needs the model. A heartbeat's only call is sent unmarked: a cache write costs
+    1.25 times plain input, and the next heartbeat comes after the cache has expired."""
+    usage = run.report.usage
+    if usage.input_tokens or usage.cache_creation_input_tokens or usage.cache_read_input_tokens:
+        return True
+    grouped = {member.key for member in members}
+    return any(chunk.key not in grouped and _still_open(run, chunk) for chunk in upcoming)
 
 
 def _ask_alone_from_now_on(run: RunBook, members: list[Chunk]) -> None:

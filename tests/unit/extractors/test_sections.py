@@ -68,9 +68,26 @@ def test_an_answer_splits_per_section_as_if_each_was_asked_alone() -> None:
     assert [e.name for e in third.entities] == ["Acme"]
     assert [t.text for t in third.timeline] == ["Call"] and not first.timeline
     assert [s.topic for s in second.skills] == ["deploy"]
-    # Tacit lines and accesses depend on the agent and day only: the first section files them.
-    assert first.tacit == ["Prefers short answers"] and first.accessed == ["acme-001"]
-    assert not second.tacit and not third.accessed
+    # A tacit line sharing no word with any section goes to the first; an access no section
+    # was shown goes to the last (the latest day).
+    assert first.tacit == ["Prefers short answers"] and third.accessed == ["acme-001"]
+    assert not second.tacit and not first.accessed and not second.accessed
+
+
+def test_an_access_goes_to_the_latest_section_that_was_shown_the_fact() -> None:
+    """Sections may be of different days: a fact used counts one access, dated by the latest
+    conversation shown it (not by the first section's older day)."""
+    answer = RecordMemories.model_validate({"accessed": ["acme-001", "initech-002", "acme-0011"]})
+    shown = [
+        "company/acme: Acme, company\n  acme-001: Signed\n  initech-002: Left",
+        "company/initech: Initech, company\n  initech-002 (true from 2026-04-01, after this "
+        "excerpt): Left",
+        "(none)",
+    ]
+    first, second, third = split_answer(answer, section_ids(3), shown=shown)
+    assert first.accessed == ["acme-001"]
+    assert second.accessed == ["initech-002"]  # shown to s1 and s2: the later one
+    assert third.accessed == ["acme-0011"]  # shown nowhere (a prefix of it is no match)
 
 
 def test_a_tacit_line_goes_to_the_section_it_came_from() -> None:
