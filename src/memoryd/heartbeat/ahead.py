@@ -127,7 +127,12 @@ class Ahead:
 
     @property
     def in_flight(self) -> int:
-        return len(self._flights)
+        """The calls sent and not answered yet, the taken one included: an answer that arrived
+        and waits for its chunk's turn (journalled) holds no request slot."""
+        flights = [*self._flights.values()]
+        if self._awaited is not None:
+            flights.append(self._awaited)
+        return sum(1 for flight in flights if not flight.future.done())
 
     def reserved(self) -> float:
         """The estimated cost of the calls sent and not charged yet."""

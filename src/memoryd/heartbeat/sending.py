@@ -29,7 +29,8 @@ from memoryd.llm.prices import Usage
 if TYPE_CHECKING:
     from memoryd.extractors.apply import StoreSession
 
-# How far past the chunk being applied a heartbeat looks for chunks to send, per request slot.
+# How far past the chunk being applied a heartbeat looks for chunks to send, per request slot
+# (answers that arrived early wait for their turn journalled, holding no slot).
 LOOK_AHEAD_PER_SLOT = 4
 
 
@@ -98,7 +99,7 @@ def send_ahead(run: RunBook, upcoming: list[Chunk], session: StoreSession) -> No
         # endpoint work: a run-level problem costs one request, as with one call at a time.
         return
     for chunk in upcoming[: ahead.concurrency * LOOK_AHEAD_PER_SLOT]:
-        if ahead.in_flight >= ahead.concurrency - 1 or run.should_stop():
+        if ahead.in_flight >= ahead.concurrency or run.should_stop():
             return
         if ahead.holds(chunk.key) or chunk.key in run.answers:
             continue
