@@ -41,6 +41,7 @@ class Flight:
     future: Future[Extraction]
     asked_with: str = ""  # the stamp of `context` the journal keeps with its answer
     journalled: bool = False  # its answer is journalled and charged (on arrival)
+    checked: int = -1  # chunks applied when its answer was last checked against the store
 
 
 class Ahead:
@@ -121,6 +122,10 @@ class Ahead:
     def flights(self) -> list[Flight]:
         """The calls in flight, oldest first."""
         return list(self._flights.values())
+
+    def get(self, chunk_key: str) -> Flight | None:
+        """The chunk's call in flight (or answered, waiting for its turn), if any."""
+        return self._flights.get(chunk_key)
 
     def holds(self, chunk_key: str) -> bool:
         return chunk_key in self._flights

@@ -22,12 +22,15 @@ from memoryd.extractors.extract import (
     RetryRefusedError,
 )
 from memoryd.heartbeat.ahead import Flight, lean_plan, outcome
-from memoryd.heartbeat.reconcile import stamp
+from memoryd.heartbeat.reconcile import Stamp, reconcile, stamp
 from memoryd.heartbeat.run import RunBook
 from memoryd.llm.prices import Usage
+from memoryd.logs import get_logger
 
 if TYPE_CHECKING:
     from memoryd.extractors.apply import StoreSession
+
+log = get_logger("memoryd.heartbeat.sending")
 
 # How far past the chunk being applied a heartbeat looks for chunks to send, per request slot
 # (answers that arrived early wait for their turn journalled, holding no slot).
@@ -98,6 +101,7 @@ def send_ahead(run: RunBook, upcoming: list[Chunk], session: StoreSession) -> No
         # Nothing runs ahead before a valid answer has shown that the key, the model and the
         # endpoint work: a run-level problem costs one request, as with one call at a time.
         return
+    recheck_arrived(run, upcoming, session)
     for chunk in upcoming[: ahead.concurrency * LOOK_AHEAD_PER_SLOT]:
         if ahead.in_flight >= ahead.concurrency or run.should_stop():
             return
@@ -108,6 +112,31 @@ def send_ahead(run: RunBook, upcoming: list[Chunk], session: StoreSession) -> No
         if not fits_budget(run, chunk):
             return  # the chunk's own turn decides whether the heartbeat stops for the budget
         send(run, chunk, run.context(chunk, session))
+
+
+def recheck_arrived(run: RunBook, upcoming: list[Chunk], session: StoreSession) -> None:
+    """Ask again at once, with the context of now, an answer that arrived for one of the next
+    chunks and would be wrong for the store as it is now (`memoryd.heartbeat.reconcile`):
+    found out at its chunk's turn, the call would be made alone, a whole answer's wait on the
+    heartbeat's thread. An answer is checked again only after more chunks were applied (the
+    store changes only then); its turn checks once more."""
+    ahead = run.ahead
+    for chunk in upcoming[: ahead.concurrency]:
+        flight = ahead.get(chunk.key)
+        if flight is None or not flight.journalled or flight.checked == len(run.done):
+            continue
+        flight.checked = len(run.done)
+        context = run.context(chunk, session)
+        asked = Stamp.from_text(flight.asked_with)
+        if asked is not None and asked.digest == stamp(context).digest:
+            continue
+        if reconcile(flight.future.result().answer, asked, session) is not None:
+            continue
+        if not fits_budget(run, chunk):
+            return
+        log.info("chunk.asked_again", run_id=run.run_id, chunk_key=chunk.key, agent=chunk.agent)
+        run.report.chunks_reextracted += 1
+        send(run, chunk, context)
 
 
 def journal_arrived(run: RunBook) -> None:
