@@ -5,8 +5,9 @@ Two generated corpora of `--conversations` short conversations (one chunk each, 
 reads them all), two `remember:` lines each: in `shared`, every line names one of a few people
 and projects that all conversations talk about (as a real fleet's do: each chunk's context
 changes as the ones before it file facts); in `disjoint`, each conversation names entities of its
-own. Every fact is a few words drawn at random, so two facts of one entity rarely say the same
-thing; one conversation in ten restates a fact filed before.
+own. Every fact is a verb and four words drawn at random from some 90, so two facts of one entity
+rarely share half their content words (what makes memoryd ask again, `heartbeat/reconcile.py`);
+one conversation in ten restates a fact filed before.
 
 `memoryd heartbeat` runs as a subprocess against the fake Anthropic server (real SDK, loopback),
 answering after `--latency` seconds (0.5 and 2 by default), `llm.concurrency` 8. Measured: the
@@ -44,7 +45,8 @@ from tests.support.harness import Workspace, turn
 from benchmarks._report import write_section
 from benchmarks.bench_heartbeat import FILLER, marker_answer, write_config
 
-DATA = Path(tempfile.gettempdir()) / "memoryd-bench" / "payonce"
+BENCH = Path(tempfile.gettempdir()) / "memoryd-bench" / "payonce"
+DATA = BENCH
 ROOT = Path(__file__).resolve().parent.parent
 CONCURRENCY = 8
 SHARED_PEOPLE = ("Dana Whitfield", "Omar Castell", "Priya Natarajan", "Lena Vogt")
@@ -56,7 +58,10 @@ VOCABULARY = tuple(
         "cache replica sharding webhook onboarding audit payroll latency dashboard sandbox",
         "firmware badge vendor contract roadmap hiring offsite budget pager runbook migration",
         "schema gateway mentoring review backlog release hotfix archive compliance telemetry",
-        "alerting tenant",
+        "alerting tenant carpool lunch parking visa laptop monitor keyboard warranty insurance",
+        "pension dentist gym marathon chess violin garden kayak sailing hiking camping bakery",
+        "cinema theatre museum gallery library podcast newsletter blog conference meetup",
+        "workshop hackathon mentorship internship sabbatical relocation apartment mortgage",
     )
     for word in line.split(" ")
 )
@@ -74,8 +79,8 @@ def conversation_lines(index: int, *, shared: bool, rng: random.Random) -> list[
         subjects = [("person", f"Person Number{index}"), ("project", f"Project Number{index}")]
     lines = []
     for kind, name in subjects:
-        words = rng.sample(VOCABULARY, 3)
-        lines.append(f"remember: {kind} {name}: {rng.choice(VERBS)} the {' '.join(words)} plan")
+        words = rng.sample(VOCABULARY, 4)
+        lines.append(f"remember: {kind} {name}: {rng.choice(VERBS)} {' '.join(words)}")
     return lines
 
 
