@@ -299,6 +299,11 @@ def render(results: dict[str, dict[str, Any]]) -> str:
         )
     lines += [
         "",
+        "Targets (issue 25): calls <= 1.05x the sequential run, wall <= 1.5x the limit. The "
+        "after runs ask again (`chunk.asked_again`) only where a fact of the answer shares half "
+        "its content words with a fact of the same entity filed since it was asked; everything "
+        "else is reconciled by code.",
+        "",
         f"Kills (`shared` corpus, answers after {known['kill_latency']} s): the heartbeat is "
         "SIGKILLed once `depth` calls reached the server, then a second heartbeat finishes. "
         "Paid again = both runs' calls minus one per chunk minus the finishing run's "
