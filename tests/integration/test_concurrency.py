@@ -1,5 +1,6 @@
 """Model calls in flight at once (`llm.concurrency`): the store comes out exactly as one call at
-a time leaves it, answers given for a context that changed meanwhile are asked again, and the
+a time leaves it, answers given for a context that changed meanwhile are reconciled or, when they
+would be wrong, asked again, and the
 API's rate-limit headers slow memoryd down instead of failing it."""
 
 from __future__ import annotations
@@ -136,8 +137,9 @@ def test_a_stop_request_leaves_the_answers_in_flight_journalled(tmp_path: Path) 
         assert 1 <= report.chunks_extracted < 8
         again = ws.heartbeat(ws.settings(llm={"concurrency": 1}), server.base_url)
         assert again.exit_code == EXIT_OK
-        # The first chunk left over got an answer for the context it still has: it was kept.
-        assert again.chunks_reused == (first > report.chunks_extracted)
+        # Every answer that arrived was journalled and is reused (made right for what was filed
+        # since, or asked again when it would be wrong): no chunk is paid for twice but those.
+        assert again.chunks_reused == first - report.chunks_extracted - report.chunks_reextracted
         assert again.chunks_extracted == 8 - report.chunks_extracted - again.chunks_reused
     reference = Workspace(tmp_path / "reference")
     reference.init()
@@ -221,7 +223,7 @@ class HeldExtractor:
         return self.inner.extract(chunk, context)
 
 
-def test_after_a_stop_only_the_next_chunks_answer_is_kept_for_the_next_heartbeat(
+def test_after_a_stop_every_answer_in_flight_is_kept_for_the_next_heartbeat(
     tmp_path: Path,
 ) -> None:
     from memoryd.jobs.environment import open_state
@@ -251,9 +253,9 @@ def test_after_a_stop_only_the_next_chunks_answer_is_kept_for_the_next_heartbeat
     with open_state(settings, env) as state:
         report = build_heartbeat(settings, env, state, again).run()
     assert report.outcome == "ok"
-    # Chunk 3's answer was given for the context it still has: kept. Chunk 4's context would
-    # change with chunk 3, so it is asked again.
-    assert (report.chunks_reused, report.chunks_extracted, again.arrived) == (1, 1, 1)
+    # Both answers in flight at the stop were journalled on arrival and hold for the store the
+    # next heartbeat offers (chunk 4's rule shares no word with chunk 3's): neither is asked again.
+    assert (report.chunks_reused, report.chunks_extracted, again.arrived) == (2, 0, 0)
     text = ws.read("MEMORY.md")
     assert all(text.count(rule) == 1 for rule in rules)
 

@@ -3,11 +3,10 @@
 A heartbeat applies chunks one by one in chronological order, each seeing what the ones before
 it filed. Only the model calls run ahead: while a chunk waits for its answer, up to
 `concurrency - 1` following chunks are sent too, each with the context the store offers at that
-moment (`Flight.context`). When a chunk's turn to be applied comes, the heartbeat builds its
-context again; if a chunk applied meanwhile changed it (a fact of an entity it mentions, a new
-entity it names, the agent's skills index), the answer is set aside (it was paid for: its usage
-is charged) and the chunk is asked again with the new context. So every answer that is applied
-was given for exactly the context one request at a time would have offered.
+moment (`Flight.context`, and its stamp `Flight.asked_with`). Each answer is journalled the moment
+it arrives (`memoryd.heartbeat.sending.journal_arrived`). When a chunk's turn to be applied comes,
+the heartbeat builds its context again; if a chunk applied meanwhile changed it, the answer is
+reconciled by code, or asked again only when it would be wrong (`memoryd.heartbeat.reconcile`).
 
 With `concurrency` 1 there is no thread: a call is made when the heartbeat sends it, as before.
 Calls run on worker threads and touch nothing but the extractor (and through it the LLM client);
@@ -18,7 +17,7 @@ the calls themselves; deciding what to send and settling their cost is `memoryd.
 from __future__ import annotations
 
 import json
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
 from memoryd.extractors.chunking import Chunk, chunk_to_json
@@ -40,6 +39,9 @@ class Flight:
     context: ChunkContext
     estimate: float | None  # its estimated cost, reserved against the budget while in flight
     future: Future[Extraction]
+    asked_with: str = ""  # the stamp of `context` the journal keeps with its answer
+    journalled: bool = False  # its answer is journalled and charged (on arrival)
+    checked: int = -1  # chunks applied when its answer was last checked against the store
 
 
 class Ahead:
@@ -72,6 +74,7 @@ class Ahead:
         context: ChunkContext,
         estimate: float | None,
         may_retry: RetryCheck,
+        asked_with: str = "",
     ) -> Flight:
         """Send the chunk: on a worker thread, or (concurrency 1) here and now."""
         future: Future[Extraction]
@@ -87,9 +90,22 @@ class Ahead:
                 future.set_result(self._extractor.extract(chunk, context, may_retry))
             except Exception as error:  # noqa: BLE001 - handed to the caller through the future
                 future.set_exception(error)
-        flight = Flight(chunk, plan, context, estimate, future)
+        flight = Flight(chunk, plan, context, estimate, future, asked_with)
         self._flights[chunk.key] = flight
         return flight
+
+    def arrived(self) -> list[Flight]:
+        """The calls in flight (the taken one too) whose answer arrived and is not journalled
+        yet, oldest first."""
+        flights = [*self._flights.values()]
+        if self._awaited is not None:
+            flights.insert(0, self._awaited)
+        return [f for f in flights if not f.journalled and f.future.done()]
+
+    def wait_any(self, flight: Flight) -> None:
+        """Block until `flight` or any other call in flight not journalled yet is done."""
+        waiting = [f.future for f in self._flights.values() if not f.journalled]
+        wait([flight.future, *waiting], return_when=FIRST_COMPLETED)
 
     def take(self, chunk_key: str) -> Flight | None:
         """The chunk's call, if it was sent: no longer in flight for the caller, but still
@@ -107,17 +123,28 @@ class Ahead:
         """The calls in flight, oldest first."""
         return list(self._flights.values())
 
+    def get(self, chunk_key: str) -> Flight | None:
+        """The chunk's call in flight (or answered, waiting for its turn), if any."""
+        return self._flights.get(chunk_key)
+
     def holds(self, chunk_key: str) -> bool:
         return chunk_key in self._flights
 
     @property
     def in_flight(self) -> int:
-        return len(self._flights)
+        """The calls sent and not answered yet, the taken one included: an answer that arrived
+        and waits for its chunk's turn (journalled) holds no request slot."""
+        flights = [*self._flights.values()]
+        if self._awaited is not None:
+            flights.append(self._awaited)
+        return sum(1 for flight in flights if not flight.future.done())
 
     def reserved(self) -> float:
         """The estimated cost of the calls sent and not charged yet."""
-        awaited = (self._awaited.estimate or 0.0) if self._awaited is not None else 0.0
-        return awaited + sum(flight.estimate or 0.0 for flight in self._flights.values())
+        flights = [*self._flights.values()]
+        if self._awaited is not None:
+            flights.append(self._awaited)
+        return sum(flight.estimate or 0.0 for flight in flights if not flight.journalled)
 
     def leftovers(self) -> list[Flight]:
         """Every call not taken, oldest first, waited for (the caller settles their cost)."""

@@ -1,9 +1,13 @@
 """The model's answer to one chunk of a heartbeat (`memoryd.heartbeat.engine`).
 
-An answer comes from the journal when it was paid for already, from a call the chunk's group
-shared (`memoryd.heartbeat.sharing`), from a call sent ahead whose context still holds, or from
-a call made now (`memoryd.heartbeat.sending`); a new answer is journalled and charged before it is
-applied. Without an answer the chunk fails, is held back, or the heartbeat stops
+An answer comes from a call the chunk's group shared (`memoryd.heartbeat.sharing`), from the
+journal (an earlier heartbeat paid for it), from a call sent ahead, or from a call made now
+(`memoryd.heartbeat.sending`). While the heartbeat waits for the chunk's call, every other answer
+that arrives is journalled and charged at once (`sending.journal_arrived`).
+
+An answer given for a context the store has changed since (chunks applied meanwhile) is
+reconciled by code (`memoryd.heartbeat.reconcile`); the chunk is asked again only when the answer
+would be wrong. Without an answer the chunk fails, is held back, or the heartbeat stops
 (`memoryd.heartbeat.verdicts`).
 """
 
@@ -12,60 +16,122 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from memoryd.extractors.chunking import Chunk
-from memoryd.extractors.extract import InvalidAnswerError, RetryRefusedError
+from memoryd.extractors.extract import Extraction, InvalidAnswerError, RetryRefusedError
 from memoryd.heartbeat import sending, sharing, verdicts
 from memoryd.heartbeat.ahead import Flight, full_plan
+from memoryd.heartbeat.reconcile import Stamp, reconcile, stamp
 from memoryd.heartbeat.run import RunBook
 from memoryd.llm.base import PermanentLLMError, TransientLLMError
+from memoryd.logs import get_logger
 
 if TYPE_CHECKING:
     from memoryd.extractors.apply import StoreSession
     from memoryd.extractors.contract import RecordMemories
 
+log = get_logger("memoryd.heartbeat.answers")
+
 
 def answer(
     run: RunBook, chunk: Chunk, session: StoreSession, upcoming: list[Chunk]
 ) -> RecordMemories | None:
-    """The chunk's validated answer: from the journal if already paid for, else the model
-    (asked ahead of time, or now; `memoryd.heartbeat.sending`)."""
+    """The chunk's validated answer, made right for the store as it is now: from the journal if
+    already paid for, else the model (asked ahead of time, or now)."""
     handled, shared = sharing.take(run, chunk, session, upcoming)
     if handled:
         return shared  # answered by a call its group shared (or that call failed)
-    stored = run.state.journal.answered(chunk.key)
-    if stored is not None and stored.answer_json is not None:
-        run.report.chunks_reused += 1
-        from memoryd.extractors.contract import RecordMemories  # noqa: PLC0415 - see the imports
-
-        return RecordMemories.model_validate_json(stored.answer_json)
-    context = run.context(chunk, session)
     flight = run.ahead.take(chunk.key)
-    if flight is not None and flight.context != context:
-        # Sent ahead, but a chunk applied since changed what it would be shown: ask again.
-        if not flight.future.cancel():
-            run.set_aside.append(flight)
-        run.report.chunks_reextracted += 1
-        flight = None
     if flight is None:
-        run.ahead.settle()  # a stale call taken above is not this chunk's call any more
-        if not sending.fits_budget(run, chunk):
-            # Only the per-heartbeat share is used up when the day's budget still allows
-            # the call on its own: more is waiting for the next heartbeat.
-            estimate = run.estimate(chunk)
-            run.report.more_waiting = run.budget.allows_cost(estimate, 0.0)
-            run.stop("budget")
-            run.hold(chunk)
+        stored = run.state.journal.answered(chunk.key)
+        if stored is not None and stored.answer_json is not None:
+            run.report.chunks_reused += 1
+            from memoryd.extractors.contract import RecordMemories  # noqa: PLC0415
+
+            given = RecordMemories.model_validate_json(stored.answer_json)
+            if stored.asked_with is None:
+                return given  # journalled before answers kept what they were asked with
+            return _holding(
+                run, chunk, session, upcoming, given=given, asked_with=stored.asked_with
+            )
+        flight = _send_now(run, chunk, session)
+        if flight is None:
             return None
-        flight = sending.send(run, chunk, context)
-        run.ahead.take(chunk.key)  # this chunk's own turn: not in flight for later ones
     sending.send_ahead(run, upcoming, session)
     try:
-        return _awaited(run, chunk, flight)
+        extraction = _awaited(run, chunk, flight)
     finally:
         run.ahead.settle()
+    if extraction is None:
+        return None
+    return _holding(
+        run, chunk, session, upcoming, given=extraction.answer, asked_with=flight.asked_with
+    )
 
 
-def _awaited(run: RunBook, chunk: Chunk, flight: Flight) -> RecordMemories | None:
-    """The answer of the chunk's call, journalled and charged; None when it failed."""
+def _send_now(run: RunBook, chunk: Chunk, session: StoreSession) -> Flight | None:
+    """Send the chunk's call for its own turn, with the context of now; None when the budget
+    stops the heartbeat."""
+    if not sending.fits_budget(run, chunk):
+        # Only the per-heartbeat share is used up when the day's budget still allows
+        # the call on its own: more is waiting for the next heartbeat.
+        estimate = run.estimate(chunk)
+        run.report.more_waiting = run.budget.allows_cost(estimate, 0.0)
+        run.stop("budget")
+        run.hold(chunk)
+        return None
+    flight = sending.send(run, chunk, run.context(chunk, session))
+    run.ahead.take(chunk.key)  # this chunk's own turn: not in flight for later ones
+    return flight
+
+
+def _holding(
+    run: RunBook,
+    chunk: Chunk,
+    session: StoreSession,
+    upcoming: list[Chunk],
+    *,
+    given: RecordMemories,
+    asked_with: str,
+) -> RecordMemories | None:
+    """The answer as it holds for the store now: as given when its context did not change,
+    reconciled by code when it can be, else the chunk's answer asked again."""
+    now = stamp(run.context(chunk, session))
+    asked = Stamp.from_text(asked_with)
+    if asked is not None and asked.digest == now.digest:
+        return given
+    reconciled = reconcile(given, asked, session)
+    if reconciled is not None:
+        log.debug(
+            "chunk.reconciled",
+            run_id=run.run_id,
+            chunk_key=chunk.key,
+            dropped=reconciled.dropped,
+            redirected=reconciled.redirected,
+        )
+        return reconciled.answer
+    log.info("chunk.asked_again", run_id=run.run_id, chunk_key=chunk.key, agent=chunk.agent)
+    run.report.chunks_reextracted += 1
+    flight = _send_now(run, chunk, session)
+    if flight is None:
+        return None
+    sending.send_ahead(run, upcoming, session)
+    try:
+        extraction = _awaited(run, chunk, flight, again=True)
+    finally:
+        run.ahead.settle()
+    # Nothing was applied while it was asked: it holds for the context it was sent with.
+    return None if extraction is None else extraction.answer
+
+
+def _awaited(
+    run: RunBook, chunk: Chunk, flight: Flight, *, again: bool = False
+) -> Extraction | None:
+    """The outcome of the chunk's call, journalled and charged (with every other answer that
+    arrives meanwhile); None when it failed. A chunk asked `again` counts as re-extracted, not
+    as one more chunk extracted."""
+    while not flight.future.done():
+        run.ahead.wait_any(flight)
+        sending.journal_arrived(run)
+    sending.journal_arrived(run)
     try:
         extraction = flight.future.result()
     except RetryRefusedError as error:
@@ -77,16 +143,10 @@ def _awaited(run: RunBook, chunk: Chunk, flight: Flight) -> RecordMemories | Non
         # The failure record keeps the whole chunk (`memoryd retry` rebuilds it from there).
         verdicts.extraction_failed(run, chunk, full_plan(chunk), error)
         return None
-    with run.state.transaction():
-        run.state.journal.record_answer(
-            chunk.key,
-            answer_json=extraction.answer.model_dump_json(),
-            usage=extraction.usage,
-            model=extraction.model or run.settings.model,
-            at=run.clock(),
-        )
-        run.charge(extraction.usage, extraction.model)
-    run.note_extracted(1)
+    if not flight.journalled:
+        sending.journal_answer(run, flight, extraction)
+    if not again:
+        run.note_extracted(1)
     verdicts.settle_invalid_answers(run)  # the model works: they were the chunks' own
     verdicts.answered(run, valid=True)
-    return extraction.answer
+    return extraction

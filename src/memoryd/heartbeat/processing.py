@@ -113,7 +113,7 @@ def process(
         _apply_all(run, chunks, session=session, pending=pending, counters=counters, replay=replay)
     finally:
         run.ahead.close()
-        sending.settle(run, session, chunks)
+        sending.settle(run)
         session.held.log_held()  # once per held item, whatever happens next
     verdicts.settle_invalid_answers(run)
     _stage_bookkeeping(run, work, uow, session, counters)

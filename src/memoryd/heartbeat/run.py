@@ -20,7 +20,7 @@ from memoryd.budget import PROMPT_TOKENS_ALLOWANCE, Budget
 from memoryd.extractors.chunking import Chunk
 from memoryd.extractors.extract import Extractor
 from memoryd.extractors.report import HeartbeatReport
-from memoryd.heartbeat.ahead import Ahead, Flight
+from memoryd.heartbeat.ahead import Ahead
 from memoryd.llm.prices import Usage
 from memoryd.llm.tokens import scaled_estimate
 from memoryd.logs import get_logger
@@ -91,7 +91,6 @@ class RunBook:
     answers: dict[str, RecordMemories] = field(default_factory=dict)
     # Invalid answers not yet recorded as failures: (chunk, plan, error), oldest first.
     held_back: list[tuple[Chunk, str, str]] = field(default_factory=list)
-    set_aside: list[Flight] = field(default_factory=list)  # answered for a context since changed
     not_ahead: set[str] = field(default_factory=set)  # chunks never to send ahead in this run
     # Chunks sharing one call, by their first chunk's key, and the answers such a call gave
     # for the chunks after the first (`memoryd.heartbeat.sharing`).

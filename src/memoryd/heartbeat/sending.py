@@ -2,8 +2,10 @@
 (`memoryd.heartbeat.ahead`), and the cost of every call that was not applied.
 
 A chunk's plan is journalled before its call is sent, so that a killed heartbeat knows what it
-asked. Every call is charged, applied or not; one answer left unapplied is journalled when it
-still holds for the store's context, so the next heartbeat files it without asking again.
+asked; every answer is journalled and charged the moment it arrives, with a stamp of the context
+it was asked with (`journal_arrived`), so that a killed heartbeat pays again only for the calls in
+flight. Every call is charged, applied or not; an answer left unapplied is filed by the next
+heartbeat without asking again when its context still holds (or can be reconciled).
 """
 
 from __future__ import annotations
@@ -14,18 +16,24 @@ from typing import TYPE_CHECKING
 from memoryd.extractors.chunking import Chunk
 from memoryd.extractors.extract import (
     ChunkContext,
+    Extraction,
     InvalidAnswerError,
     RetryCheck,
     RetryRefusedError,
 )
 from memoryd.heartbeat.ahead import Flight, lean_plan, outcome
+from memoryd.heartbeat.reconcile import Stamp, reconcile, stamp
 from memoryd.heartbeat.run import RunBook
 from memoryd.llm.prices import Usage
+from memoryd.logs import get_logger
 
 if TYPE_CHECKING:
     from memoryd.extractors.apply import StoreSession
 
-# How far past the chunk being applied a heartbeat looks for chunks to send, per request slot.
+log = get_logger("memoryd.heartbeat.sending")
+
+# How far past the chunk being applied a heartbeat looks for chunks to send, per request slot
+# (answers that arrived early wait for their turn journalled, holding no slot).
 LOOK_AHEAD_PER_SLOT = 4
 
 
@@ -81,19 +89,21 @@ def send(run: RunBook, chunk: Chunk, context: ChunkContext) -> Flight:
         context=context,
         estimate=estimate,
         may_retry=retry_check(run, estimate),
+        asked_with=stamp(context).to_text(),
     )
 
 
 def send_ahead(run: RunBook, upcoming: list[Chunk], session: StoreSession) -> None:
     """Fill the free request slots with the next chunks that will need the model."""
     ahead = run.ahead
+    journal_arrived(run)
     if not ahead.threaded or run.report.stopped_early or not run.llm_proven:
         # Nothing runs ahead before a valid answer has shown that the key, the model and the
         # endpoint work: a run-level problem costs one request, as with one call at a time.
         return
-    resend_stale(run, session)
+    recheck_arrived(run, upcoming, session)
     for chunk in upcoming[: ahead.concurrency * LOOK_AHEAD_PER_SLOT]:
-        if ahead.in_flight >= ahead.concurrency - 1 or run.should_stop():
+        if ahead.in_flight >= ahead.concurrency or run.should_stop():
             return
         if ahead.holds(chunk.key) or chunk.key in run.answers:
             continue
@@ -104,19 +114,56 @@ def send_ahead(run: RunBook, upcoming: list[Chunk], session: StoreSession) -> No
         send(run, chunk, run.context(chunk, session))
 
 
-def resend_stale(run: RunBook, session: StoreSession) -> None:
-    """Ask again at once, with the context of now, every call in flight whose context a chunk
-    applied since it was sent has changed: its answer could not be used, and waiting for its
-    turn to find that out would ask again one chunk at a time. (Its turn checks once more: a
-    chunk applied later may change it again.)"""
-    for flight in run.ahead.flights():
-        context = run.context(flight.chunk, session)
-        if context == flight.context:
+def recheck_arrived(run: RunBook, upcoming: list[Chunk], session: StoreSession) -> None:
+    """Ask again at once, with the context of now, an answer that arrived for one of the next
+    chunks and would be wrong for the store as it is now (`memoryd.heartbeat.reconcile`):
+    found out at its chunk's turn, the call would be made alone, a whole answer's wait on the
+    heartbeat's thread. An answer is checked again only after more chunks were applied (the
+    store changes only then); its turn checks once more."""
+    ahead = run.ahead
+    for chunk in upcoming[: ahead.concurrency]:
+        flight = ahead.get(chunk.key)
+        if flight is None or not flight.journalled or flight.checked == len(run.done):
             continue
-        if not flight.future.cancel():
-            run.set_aside.append(flight)
+        flight.checked = len(run.done)
+        context = run.context(chunk, session)
+        asked = Stamp.from_text(flight.asked_with)
+        if asked is not None and asked.digest == stamp(context).digest:
+            continue
+        if reconcile(flight.future.result().answer, asked, session) is not None:
+            continue
+        if not fits_budget(run, chunk):
+            return
+        log.info("chunk.asked_again", run_id=run.run_id, chunk_key=chunk.key, agent=chunk.agent)
         run.report.chunks_reextracted += 1
-        send(run, flight.chunk, context)
+        send(run, chunk, context)
+
+
+def journal_arrived(run: RunBook) -> None:
+    """Journal and charge every answer that has arrived, the moment the heartbeat's thread sees
+    it (each in its own transaction, with what it was asked with): a heartbeat killed from here
+    on pays again only for the calls still in flight. A failed call is left to its chunk's turn
+    (or to `settle`)."""
+    for flight in run.ahead.arrived():
+        if flight.future.cancelled() or flight.future.exception() is not None:
+            continue
+        journal_answer(run, flight, flight.future.result())
+
+
+def journal_answer(run: RunBook, flight: Flight, extraction: Extraction) -> None:
+    """Journal one call's answer (replacing the answer of a chunk asked again) and charge it."""
+    with run.state.transaction():
+        run.state.journal.record_answer(
+            flight.chunk.key,
+            answer_json=extraction.answer.model_dump_json(),
+            usage=extraction.usage,
+            model=extraction.model or run.settings.model,
+            at=run.clock(),
+            asked_with=flight.asked_with or None,
+            again=True,
+        )
+        run.charge(extraction.usage, extraction.model)
+    flight.journalled = True
 
 
 def _may_go_ahead(run: RunBook, chunk: Chunk) -> bool:
@@ -133,39 +180,17 @@ def _may_go_ahead(run: RunBook, chunk: Chunk) -> bool:
     return not any(path in run.held_files for path in chunk.files)
 
 
-def settle(
-    run: RunBook,
-    session: StoreSession,
-    chunks: list[Chunk],
-) -> None:
-    """Account for every call not applied: those set aside for a changed context and those
-    still in flight when the heartbeat stopped sending (a stop, a failure holding their file).
-    Each is charged. The answer of the first chunk left unapplied is journalled when it was
-    given for the context the store now offers, which is exactly what the next heartbeat would
-    offer it, so it is filed then without asking again; a later chunk's context would still
-    change with that chunk, so its answer is not kept (it is asked again)."""
-    leftovers = {flight.chunk.key: flight for flight in run.ahead.leftovers()}
-    first = next(
-        (c for c in chunks if c.key not in run.answers and c.has_dialogue),
-        None,
-    )
-    keep = leftovers.get(first.key) if first is not None else None
-    set_aside, run.set_aside = run.set_aside, []
-    for flight in [*set_aside, *leftovers.values()]:
+def settle(run: RunBook) -> None:
+    """Account for every call not applied: those still in flight when the heartbeat stopped
+    sending (a stop, a failure holding their file). Each is charged, and each answer is
+    journalled with what it was asked with: the next heartbeat files it without asking again
+    when it still holds for the store's context then, or reconciles it
+    (`memoryd.heartbeat.reconcile`)."""
+    for flight in run.ahead.leftovers():
         extraction, error = outcome(flight)
         if extraction is None:
             if isinstance(error, (InvalidAnswerError, RetryRefusedError)):
                 run.charge(error.usage, None)
             continue
-        if flight is keep and run.context(flight.chunk, session) == flight.context:
-            with run.state.transaction():
-                run.state.journal.record_answer(
-                    flight.chunk.key,
-                    answer_json=extraction.answer.model_dump_json(),
-                    usage=extraction.usage,
-                    model=extraction.model or run.settings.model,
-                    at=run.clock(),
-                )
-                run.charge(extraction.usage, extraction.model)
-        else:
-            run.charge(extraction.usage, extraction.model)
+        if not flight.journalled:
+            journal_answer(run, flight, extraction)

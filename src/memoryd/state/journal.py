@@ -55,6 +55,9 @@ class ChunkRecord:
     applied_at: datetime | None = None
     committed_at: datetime | None = None
     commit_sha: str | None = None
+    # What the answer was asked with: a stamp of the context the model was shown (opaque text
+    # the pipeline builds, `memoryd.heartbeat.reconcile`); None before schema version 9.
+    asked_with: str | None = None
 
 
 # A chunk's usage: its four token counts as a JSON array, in this order (schema version 8; an
@@ -94,6 +97,7 @@ def _chunk(row: sqlite3.Row) -> ChunkRecord:
         applied_at=optional_instant(row["applied_at"]),
         committed_at=optional_instant(row["committed_at"]),
         commit_sha=row["commit_sha"],
+        asked_with=row["asked_with"],
     )
 
 
@@ -132,20 +136,33 @@ class Journal:
         return record if record is not None and record.answer_json is not None else None
 
     def record_answer(
-        self, chunk_key: str, *, answer_json: str, usage: Usage, model: str, at: datetime
+        self,
+        chunk_key: str,
+        *,
+        answer_json: str,
+        usage: Usage,
+        model: str,
+        at: datetime,
+        asked_with: str | None = None,
+        again: bool = False,
     ) -> ChunkRecord:
-        """Store the validated answer of a planned chunk, before it is applied.
+        """Store the validated answer of a planned chunk the moment it arrives, before it is
+        applied, with what it was asked with (`asked_with`).
 
-        Raise JournalStateError unless the chunk is planned. Record the call in the usage
-        ledger in the same transaction (`with db.transaction():`) so that both or neither stay.
+        With `again`, the answer replaces the one of an answered chunk that was asked again
+        because the store changed since (its first answer stays paid for in the ledger).
+        Raise JournalStateError unless the chunk is planned (or, `again`, answered). Record the
+        call in the usage ledger in the same transaction (`with db.transaction():`) so that both
+        or neither stay.
         """
         answer = canonicalize_json_text(answer_json, "the chunk answer")
         return self._advance(
             chunk_key,
             wanted="answered",
-            allowed_from=("planned",),
-            assignments="answer_json = ?, usage_json = ?, model = ?, answered_at = ?",
-            values=(answer, _usage_to_json(usage), model, instant_to_text(at)),
+            allowed_from=("planned", "answered") if again else ("planned",),
+            assignments="answer_json = ?, usage_json = ?, model = ?, answered_at = ?,"
+            " asked_with = ?",
+            values=(answer, _usage_to_json(usage), model, instant_to_text(at), asked_with),
         )
 
     def mark_applied(self, chunk_key: str, *, run_id: str, at: datetime) -> ChunkRecord:

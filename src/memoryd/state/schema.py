@@ -272,6 +272,14 @@ _COMPACT_CHUNK_USAGE = (
         WHERE json_type(usage_json) = 'object'""",
 )
 
+# Version 9: what each journalled answer was asked with (`state/journal.py`): a stamp of the
+# context the model was shown (its digest and the fact ids it listed). Answers are journalled the
+# moment they arrive, before their chunk's turn; at the turn, or after a crash, the stamp tells
+# whether the answer still holds for the store's context or must be reconciled with what was
+# filed meanwhile (`memoryd.heartbeat.reconcile`). NULL for answers journalled before: applied
+# as they are.
+_CHUNK_ASKED_WITH = ("ALTER TABLE chunks ADD COLUMN asked_with TEXT",)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial schema", _CREATE_V1),
     Migration(2, "drop the chunk journal's planned writes", _DROP_CHUNK_WRITES),
@@ -281,4 +289,5 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(6, "smaller pages", (), unlocked=_SMALLER_PAGES, best_effort=True),
     Migration(7, "bundle past conversation-days", _BUNDLE_CONVERSATION_DAYS),
     Migration(8, "compact chunk usage", _COMPACT_CHUNK_USAGE),
+    Migration(9, "journal what each answer was asked with", _CHUNK_ASKED_WITH),
 )
