@@ -119,7 +119,8 @@ def test_the_bill_predicts_every_heartbeat_and_call_that_draining_takes(ws: Work
     assert predicted["heartbeats"] == heartbeats
     assert predicted["heartbeats_limited_by"] == ["read_share"]
     assert predicted["chunks"] == predicted["chunks_to_send"] == chunks == 16
-    assert predicted["calls"] == calls == 11  # shared calls across days; a share cut makes a second call
+    # Calls are shared across days; a conversation a share cuts takes a second call.
+    assert predicted["calls"] == calls == 11
     assert predicted["partial"] is False and predicted["partial_reasons"] == []
     # Figures per agent and per source, adding up to the whole.
     assert {name: a["chunks"] for name, a in predicted["by_agent"].items()} == {"dev": 5, "ops": 11}

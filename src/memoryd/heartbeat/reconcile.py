@@ -30,12 +30,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from memoryd.extractors.contract import FactIn, RecordMemories
 from memoryd.extractors.extract import ChunkContext
 from memoryd.store.text import normalize_statement, words
 
 if TYPE_CHECKING:
     from memoryd.extractors.apply import StoreSession
+    from memoryd.extractors.contract import FactIn, RecordMemories
     from memoryd.store.items import Fact
 
 # A fact line of the context: two spaces, the fact id, then ':' or its " (true from" note.

@@ -29,7 +29,11 @@ def _namespace(**values: object) -> argparse.Namespace:
 
 COMMANDS: dict[str, Run] = {
     "heartbeat": lambda config: cmd_heartbeat(
-        _namespace(dry_run=False, online=False), config, {}, io.StringIO(), lock_wait_seconds=0
+        _namespace(dry_run=False, online=False, text=False, seconds_per_call=None),
+        config,
+        {},
+        io.StringIO(),
+        lock_wait_seconds=0,
     ),
     "rewrite": lambda config: cmd_rewrite(
         _namespace(dry_run=False), config, {}, io.StringIO(), lock_wait_seconds=0
