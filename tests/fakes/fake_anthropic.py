@@ -185,6 +185,7 @@ class FakeAnthropicServer:
         self._cut_results_streams = cut_results_streams
         self._record_path = record_path
         self._requests: list[RecordedRequest] = []
+        self._written: list[float] = []  # when each answer's last byte was written (monotonic)
         self._handler_errors: list[Exception] = []
         self._batches: dict[str, _Batch] = {}
         self._counter = 0
@@ -252,6 +253,13 @@ class FakeAnthropicServer:
     def requests(self) -> list[RecordedRequest]:
         with self._lock:
             return list(self._requests)
+
+    @property
+    def written(self) -> list[float]:
+        """When each answer (of any request) was written whole to its socket, in order, on the
+        `time.monotonic` clock: what a client can have received by a given instant."""
+        with self._lock:
+            return list(self._written)
 
     @property
     def message_requests(self) -> list[RecordedRequest]:
@@ -529,6 +537,9 @@ class _RequestHandler(BaseHTTPRequestHandler):
             self.end_headers()
             body = response.body[: len(response.body) // 2] if response.cut_short else response.body
             self.wfile.write(body)
+            self.wfile.flush()
+            with fake._lock:
+                fake._written.append(time.monotonic())
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client timed out and hung up: exactly what a delay is meant to provoke
 
