@@ -17,6 +17,7 @@ from tests.support.harness import Workspace, turn
 from tests.support.marker_model import transcript_of, user_text
 
 from memoryd.errors import EXIT_OK
+from memoryd.state import State
 
 _REMEMBER = re.compile(r"^remember: (\w+) ([^:]+): (.+)$", re.MULTILINE)
 
@@ -108,6 +109,10 @@ def test_calls_in_flight_give_the_store_one_call_at_a_time_gives(
     assert report.chunks_reextracted >= 1
     assert sent_ahead == report.chunks_extracted + report.chunks_reextracted
     assert report.usage.input_tokens == 100 * sent_ahead  # every call paid for is charged
+    # ... once: the workers journalled and charged the answers, the report only counted them.
+    with State.open(tmp_path / "ahead" / "state" / "state.db") as state:
+        ledger = state.usage.totals_for_run(report.run_id)
+    assert (ledger.calls, ledger.usage.input_tokens) == (sent_ahead, 100 * sent_ahead)
 
 
 def test_a_stop_request_leaves_the_answers_in_flight_journalled(tmp_path: Path) -> None:

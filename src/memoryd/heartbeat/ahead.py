@@ -3,14 +3,17 @@
 A heartbeat applies chunks one by one in chronological order, each seeing what the ones before
 it filed. Only the model calls run ahead: while a chunk waits for its answer, up to
 `concurrency - 1` following chunks are sent too, each with the context the store offers at that
-moment (`Flight.context`, and its stamp `Flight.asked_with`). Each answer is journalled the moment
-it arrives (`memoryd.heartbeat.sending.journal_arrived`). When a chunk's turn to be applied comes,
+moment (`Flight.context`, and its stamp `Flight.asked_with`). Each answer is journalled by the
+worker that receives it, before its future is done (`memoryd.heartbeat.keeping`), and counted in
+the heartbeat's report when its thread sees it (`memoryd.heartbeat.sending.journal_arrived`). When
+a chunk's turn to be applied comes,
 the heartbeat builds its context again; if a chunk applied meanwhile changed it, the answer is
 reconciled by code, or asked again only when it would be wrong (`memoryd.heartbeat.reconcile`).
 
 With `concurrency` 1 there is no thread: a call is made when the heartbeat sends it, as before.
-Calls run on worker threads and touch nothing but the extractor (and through it the LLM client);
-the state database and the store are only used by the heartbeat's own thread. This module keeps
+Calls run on worker threads and touch nothing but the extractor (and through it the LLM client)
+and the keeper's own connection to the state database; the store and the heartbeat's connection
+are only used by the heartbeat's own thread. This module keeps
 the calls themselves; deciding what to send and settling their cost is `memoryd.heartbeat.sending`.
 """
 
@@ -18,7 +21,7 @@ from __future__ import annotations
 
 import json
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from memoryd.extractors.chunking import Chunk, chunk_to_json
 from memoryd.extractors.extract import (
@@ -27,6 +30,7 @@ from memoryd.extractors.extract import (
     Extractor,
     RetryCheck,
 )
+from memoryd.heartbeat.keeping import Keeper, Receipt
 
 
 @dataclass
@@ -42,15 +46,19 @@ class Flight:
     asked_with: str = ""  # the stamp of `context` the journal keeps with its answer
     journalled: bool = False  # its answer is journalled and charged (on arrival)
     checked: int = -1  # chunks applied when its answer was last checked against the store
+    receipt: Receipt = field(default_factory=Receipt)  # journalled by the worker that received it
 
 
 class Ahead:
     """The calls in flight, by chunk key. `close()` waits for the worker threads (and cancels
     the calls not started); a later `send` starts new ones."""
 
-    def __init__(self, extractor: Extractor, concurrency: int) -> None:
+    def __init__(
+        self, extractor: Extractor, concurrency: int, keeper: Keeper | None = None
+    ) -> None:
         self._extractor = extractor
         self.concurrency = max(1, concurrency)
+        self._keeper = keeper  # journals answers on the workers (else the heartbeat's thread)
         self._pool: ThreadPoolExecutor | None = None
         self._flights: dict[str, Flight] = {}
         # The call taken for its chunk's turn, until its cost is charged (`settle`): still
@@ -65,6 +73,8 @@ class Ahead:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
+        if self._keeper is not None:
+            self._keeper.close()
 
     def send(
         self,
@@ -78,21 +88,40 @@ class Ahead:
     ) -> Flight:
         """Send the chunk: on a worker thread, or (concurrency 1) here and now."""
         future: Future[Extraction]
+        receipt = Receipt()
         if self.threaded:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(
                     max_workers=self.concurrency, thread_name_prefix="memoryd-llm"
                 )
-            future = self._pool.submit(self._extractor.extract, chunk, context, may_retry)
+            future = self._pool.submit(
+                self._call, chunk, context, may_retry, asked_with=asked_with, receipt=receipt
+            )
         else:
             future = Future()
             try:
                 future.set_result(self._extractor.extract(chunk, context, may_retry))
             except Exception as error:  # noqa: BLE001 - handed to the caller through the future
                 future.set_exception(error)
-        flight = Flight(chunk, plan, context, estimate, future, asked_with)
+        flight = Flight(chunk, plan, context, estimate, future, asked_with, receipt=receipt)
         self._flights[chunk.key] = flight
         return flight
+
+    def _call(
+        self,
+        chunk: Chunk,
+        context: ChunkContext,
+        may_retry: RetryCheck,
+        *,
+        asked_with: str,
+        receipt: Receipt,
+    ) -> Extraction:
+        """A worker's call: the answer, journalled before the future that returns it is done."""
+        extraction = self._extractor.extract(chunk, context, may_retry)
+        if self._keeper is not None:
+            kept = self._keeper.keep(chunk.key, extraction, asked_with)
+            receipt.kept, receipt.cost = kept.kept, kept.cost
+        return extraction
 
     def arrived(self) -> list[Flight]:
         """The calls in flight (the taken one too) whose answer arrived and is not journalled

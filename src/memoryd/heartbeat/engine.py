@@ -52,6 +52,7 @@ from memoryd.extractors.rereads import Rereading, rereading_for
 from memoryd.gitrepo import GitStore
 from memoryd.heartbeat import committing, grouping, processing
 from memoryd.heartbeat.ahead import Ahead
+from memoryd.heartbeat.keeping import Keeper
 from memoryd.heartbeat.processing import ReadAccess, SecretScanner, StoreWork, SummaryRefresher
 from memoryd.heartbeat.run import HeartbeatOptions, RunBook
 from memoryd.llm.base import LLMError
@@ -151,7 +152,7 @@ class Heartbeat:
             report=self.report,
             clock=self.clock,
             should_stop=self.should_stop,
-            ahead=Ahead(self.extractor, self.settings.concurrency),
+            ahead=Ahead(self.extractor, self.settings.concurrency, self._keeper()),
         )
         # Idle: nothing to file and no read position moved. No store session (the entity
         # catalogue is not read), no commit, no model: an idle heartbeat costs a read of the
@@ -171,6 +172,18 @@ class Heartbeat:
         self.state.runs.finish_report(self.run_id, self.report, finished_at=self.clock())
         log.info("heartbeat.finished", **self.report.log_fields())
         return self.report
+
+    def _keeper(self) -> Keeper | None:
+        """Who journals answers on the threads that receive them (calls sent ahead only)."""
+        if self.settings.concurrency <= 1:
+            return None
+        return Keeper(
+            self.state.db.path,
+            self.budget,
+            run_id=self.run_id,
+            clock=self.clock,
+            model=self.settings.model,
+        )
 
     def _record_in_step(self) -> bool:
         """Whether this host's record in the store is the one the state database mirrors (else

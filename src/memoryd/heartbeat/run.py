@@ -109,7 +109,12 @@ class RunBook:
 
     def charge(self, usage: Usage, model: str | None) -> None:
         """Record what a call cost, in the ledger and the report."""
-        cost = self.budget.charge(usage, model, job="heartbeat", run_id=self.run_id)
+        self.count_charge(
+            usage, self.budget.charge(usage, model, job="heartbeat", run_id=self.run_id)
+        )
+
+    def count_charge(self, usage: Usage, cost: float) -> None:
+        """Count in the report a call already recorded in the ledger."""
         self.report.usage = self.report.usage + usage
         self.report.cost_usd += cost
 

@@ -2,10 +2,11 @@
 (`memoryd.heartbeat.ahead`), and the cost of every call that was not applied.
 
 A chunk's plan is journalled before its call is sent, so that a killed heartbeat knows what it
-asked; every answer is journalled and charged the moment it arrives, with a stamp of the context
-it was asked with (`journal_arrived`), so that a killed heartbeat pays again only for the calls in
-flight. Every call is charged, applied or not; an answer left unapplied is filed by the next
-heartbeat without asking again when its context still holds (or can be reconciled).
+asked; every answer is journalled and charged the moment it arrives, with a stamp of the
+context it was asked with (by the worker that receives it, `memoryd.heartbeat.keeping`), so
+that a killed heartbeat pays again only for the calls in flight. Every call is charged, applied
+or not; an answer left unapplied is filed by the next heartbeat without asking again when its
+context still holds (or can be reconciled).
 """
 
 from __future__ import annotations
@@ -67,7 +68,9 @@ def retry_check(run: RunBook, estimate: float | None) -> RetryCheck:
 
 def fits_budget(run: RunBook, chunk: Chunk) -> bool:
     """Whether the chunk's call fits both ceilings with the calls in flight counted as spent
-    (the per-heartbeat ceiling's first-call exemption only holds with nothing in flight)."""
+    (the per-heartbeat ceiling's first-call exemption only holds with nothing in flight).
+    Answers journalled by their workers are counted first: the ledger already holds them."""
+    journal_arrived(run)
     estimate = run.estimate(chunk)
     if estimate is None:
         return True
@@ -140,10 +143,10 @@ def recheck_arrived(run: RunBook, upcoming: list[Chunk], session: StoreSession) 
 
 
 def journal_arrived(run: RunBook) -> None:
-    """Journal and charge every answer that has arrived, the moment the heartbeat's thread sees
-    it (each in its own transaction, with what it was asked with): a heartbeat killed from here
-    on pays again only for the calls still in flight. A failed call is left to its chunk's turn
-    (or to `settle`)."""
+    """Count every answer that has arrived in the report, the moment the heartbeat's thread sees
+    it; one its worker could not journal is journalled and charged here (each in its own
+    transaction, with what it was asked with). A failed call is left to its chunk's turn (or to
+    `settle`)."""
     for flight in run.ahead.arrived():
         if flight.future.cancelled() or flight.future.exception() is not None:
             continue
@@ -151,7 +154,12 @@ def journal_arrived(run: RunBook) -> None:
 
 
 def journal_answer(run: RunBook, flight: Flight, extraction: Extraction) -> None:
-    """Journal one call's answer (replacing the answer of a chunk asked again) and charge it."""
+    """Journal one call's answer (replacing the answer of a chunk asked again) and charge it;
+    an answer its worker journalled (`memoryd.heartbeat.keeping`) is only counted in the report."""
+    if flight.receipt.kept:
+        run.count_charge(extraction.usage, flight.receipt.cost)
+        flight.journalled = True
+        return
     with run.state.transaction():
         run.state.journal.record_answer(
             flight.chunk.key,

@@ -17,7 +17,7 @@ Invariants:
 - The file holds cleaned transcript text, so it is created readable by its owner only.
 
 A connection belongs to the thread that opened it (sqlite3's default check): each job opens its
-own.
+own. The one exception is opened `any_thread` by a caller that serialises its users.
 """
 
 from __future__ import annotations
@@ -70,8 +70,12 @@ class StateDB:
         *,
         busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
         migrations: Sequence[Migration] = MIGRATIONS,
+        any_thread: bool = False,
     ) -> StateDB:
         """Open (creating if needed) the database at `path` and migrate it to the newest schema.
+
+        With `any_thread`, the connection may be used from threads other than the opening one
+        (one at a time: the caller serialises them, as `memoryd.heartbeat.keeping` does).
 
         Raise StateVersionError if it was written by a newer memoryd, StateCorruptError if it is
         not a memoryd state database, StateBusyError if another process keeps it locked.
@@ -84,7 +88,10 @@ class StateDB:
         with _opening(path):
             try:
                 connection = sqlite3.connect(
-                    path, isolation_level=None, timeout=busy_timeout_ms / 1000
+                    path,
+                    isolation_level=None,
+                    timeout=busy_timeout_ms / 1000,
+                    check_same_thread=not any_thread,
                 )
             except sqlite3.Error as error:
                 raise _translate(error, path) from error

@@ -42,9 +42,12 @@ class State:
     meta: Meta
 
     @classmethod
-    def open(cls, path: Path, *, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> State:
-        """Open the state database at `path` (see `StateDB.open` for the errors raised)."""
-        db = StateDB.open(path, busy_timeout_ms=busy_timeout_ms)
+    def open(
+        cls, path: Path, *, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS, any_thread: bool = False
+    ) -> State:
+        """Open the state database at `path` (see `StateDB.open` for the errors raised and for
+        `any_thread`)."""
+        db = StateDB.open(path, busy_timeout_ms=busy_timeout_ms, any_thread=any_thread)
         return cls(
             db=db,
             cursors=Cursors(db),
