@@ -242,15 +242,17 @@ def render_table(results: dict[str, dict[str, Any]]) -> list[str]:
 def render(results: dict[str, dict[str, dict[str, Any]]]) -> str:
     lines = [
         "Run: `python -m benchmarks dialogue -- --label before|after`: 10 short work "
-        "conversations (9 turns each, plain dialogue) of one agent, one heartbeat against the "
-        "fake Anthropic server through the real SDK, for two samples: all on one day, and spread "
-        "over five days (as mem0's sample is). Everything the server received is counted (system "
-        "prompt, tool name, description and input schema, messages); tokens are characters / 4 "
-        "on both sides, the dialogue being the turns' text. Billed tokens: the fake server "
-        "reports usage under a caching model (the prefix memoryd marks for caching, system "
-        f"prompt and tool, written by the first call and read by the later ones when it is at "
-        f"least {MIN_CACHEABLE:,} tokens; below that nothing is cached and billed equals sent); "
-        "memoryd's ledger sums it, weighed as priced: input 1x, cache writes 1.25x, cache reads "
+        "conversations (9 turns each, plain dialogue), one heartbeat against the fake Anthropic "
+        "server through the real SDK, for three samples: of one agent all on one day, and "
+        "spread over five days (as mem0's sample is); of two agents in turn over five days "
+        "(`--samples interleaved` measures that one alone). Everything the server received is "
+        "counted (system prompt, tool name, description and input schema, messages); tokens are "
+        "characters / 4 on both sides, the dialogue being the turns' text. Billed tokens: the "
+        "fake server reports usage under a caching model (the prefix memoryd marks for caching, "
+        "system prompt and tool, written by the first call and read by the later ones when it "
+        f"is at least {MIN_CACHEABLE:,} tokens; below that nothing is cached and billed equals "
+        "sent); memoryd's ledger sums it, weighed as priced: input 1x, cache writes 1.25x, "
+        "cache reads "
         f"0.1x. Where memoryd has `llm.sections_per_call`, it is set to {SECTIONS}.",
     ]
     for sample, (days, agents) in SAMPLES.items():
