@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import signal
+import sqlite3
 from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,9 @@ from tests.integration.test_sections import normalized, section_model, sections_
 from tests.support.harness import Workspace, turn
 from tests.support.marker_model import user_text
 
+from memoryd.heartbeat.reconcile import Stamp
 from memoryd.settings import Settings
+from memoryd.state.facade import DATABASE_FILE_NAME
 
 AGENTS = ("ops", "dev")
 
@@ -99,6 +102,13 @@ def test_alternating_short_chats_of_two_agents_share_one_call_per_agent(
             assert fact["timestamp"] == (date(2026, 3, 2) + timedelta(days=number)).isoformat()
     # The same store, byte for byte, as one call per conversation.
     assert normalized(shared) == normalized(alone)
+    # Every member's answer is journalled with what it was asked with, naming the members the
+    # same request showed before it.
+    with sqlite3.connect(shared.root / "state" / DATABASE_FILE_NAME) as db:
+        rows = db.execute("SELECT asked_with FROM chunks").fetchall()
+    stamps = [Stamp.from_text(text) for (text,) in rows]
+    assert len(stamps) == 6 and all(stamp is not None for stamp in stamps)
+    assert sorted(len(stamp.after) for stamp in stamps if stamp is not None) == [0, 0, 1, 1, 2, 2]
 
 
 def acme_between(ws: Workspace, ops_said: str) -> None:
