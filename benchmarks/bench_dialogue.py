@@ -1,8 +1,10 @@
 """Input tokens sent and billed per dialogue token on short dialogue sessions.
 
-Two samples of ten short work conversations of one agent (one file each, a few turns of plain
-dialogue, no tool output): all on one day, and spread over five days (as mem0's sample is). Each
-goes through one real heartbeat (`tests.support.harness`) against the fake Anthropic server over
+Samples of ten short work conversations (one file each, a few turns of plain dialogue, no tool
+output): of one agent all on one day, and spread over five days (as mem0's sample is); and of two
+agents working the same five days, their conversations alternating (`interleaved`: each agent's
+next conversation comes after one of the other's, as in a fleet). Each goes through one real
+heartbeat (`tests.support.harness`) against the fake Anthropic server over
 loopback through the real SDK. Everything the server received is counted: the system prompt, the
 tool definition (name, description, input schema as JSON) and the messages. Tokens are
 characters / 4 on both sides; the dialogue is the turns' text only.
@@ -14,8 +16,10 @@ later one (`cache_read_input_tokens`), when it is at least `MIN_CACHEABLE` token
 is plain input. memoryd's own ledger (the heartbeat report) sums what the SDK gave it, and billed
 tokens weigh it as the API prices it: input 1x, cache writes 1.25x, cache reads 0.1x.
 
-`--label before|after` keeps each run's figures in `$TMPDIR/memoryd-bench/dialogue/<label>.json`;
-the `## Short dialogue tokens` section of BENCHMARKS.md shows both side by side.
+`--label before|after` keeps each run's figures in `$TMPDIR/memoryd-bench/dialogue/<label>.json`
+(`--samples` measures only those, keeping the file's other samples); the `## Short dialogue
+tokens` section of BENCHMARKS.md shows both side by side. A column names the commit of the
+memoryd measured (run with `PYTHONPATH=<other worktree>/src` to measure another one).
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ import random
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -34,6 +38,7 @@ from typing import Any
 from tests.fakes.fake_anthropic import FakeAnthropicServer, FakeUsage, RecordedRequest, ToolUse
 from tests.support.harness import Workspace, turn
 
+import memoryd
 from benchmarks._report import write_section
 from memoryd.settings._model import LLMSettings
 
@@ -48,7 +53,12 @@ SECTIONS = 10  # `llm.sections_per_call`, where the memoryd under test has it
 MIN_CACHEABLE = 1024
 CACHE_WRITE = 1.25
 CACHE_READ = 0.1
-SAMPLES = {"one-day": 1, "several-days": 5}  # name: days the ten conversations spread over
+# name: days the ten conversations spread over, and the agents they alternate between.
+SAMPLES: dict[str, tuple[int, tuple[str, ...]]] = {
+    "one-day": (1, ("ops",)),
+    "several-days": (5, ("ops",)),
+    "interleaved": (5, ("ops", "dev")),
+}
 QUESTIONS = [
     "Can you check why the nightly export to the billing bucket failed again?",
     "Please draft a short reply to Dana about moving the vendor review to Thursday.",
@@ -81,9 +91,12 @@ FOLLOW_UPS = [
 ]
 
 
-def write_conversations(ws: Workspace, count: int, days: int, rng: random.Random) -> int:
-    """`count` short conversations of agent "ops" spread over `days` days (the same number on
-    each, the first ones earlier); return the dialogue's characters."""
+def write_conversations(
+    ws: Workspace, count: int, days: int, rng: random.Random, agents: Sequence[str] = ("ops",)
+) -> int:
+    """`count` short conversations spread over `days` days (the same number on each, the first
+    ones earlier), of `agents` in turn (one agent's in the log folder itself, several agents'
+    each in a folder of its own); return the dialogue's characters."""
     start = datetime(2026, 3, 2, 8, 30, tzinfo=UTC)
     per_day = -(-count // days)
     characters = 0
@@ -101,7 +114,8 @@ def write_conversations(ws: Workspace, count: int, days: int, rng: random.Random
             stamp = (when + timedelta(minutes=index)).isoformat()
             rows.append({**turn(role, text, stamp), "session": f"short-{number:02d}"})
             characters += len(text)
-        ws.write_log(f"short-{number:02d}.jsonl", rows)
+        folder = f"{agents[number % len(agents)]}/" if len(agents) > 1 else ""
+        ws.write_log(f"{folder}short-{number:02d}.jsonl", rows)
     return characters
 
 
@@ -141,17 +155,23 @@ def caching_model() -> Callable[[RecordedRequest], ToolUse]:
     return answer
 
 
-def measure(conversations: int, days: int) -> dict[str, Any]:
+def measure(conversations: int, days: int, agents: Sequence[str] = ("ops",)) -> dict[str, Any]:
     root = DATA / "run"
     if root.exists():
         shutil.rmtree(root)
     ws = Workspace(root)
     ws.init()
-    dialogue = write_conversations(ws, conversations, days, random.Random(7))
+    dialogue = write_conversations(ws, conversations, days, random.Random(7), agents)
     llm: dict[str, Any] = {}
     if "sections_per_call" in LLMSettings.model_fields:
         llm["sections_per_call"] = SECTIONS
-    settings = ws.settings(llm=llm)
+    sections: dict[str, Any] = {"llm": llm}
+    if len(agents) > 1:
+        sections["agents"] = [
+            {"name": name, "sources": [{"format": "jsonl", "path": str(ws.logs / name)}]}
+            for name in agents
+        ]
+    settings = ws.settings(**sections)
     with FakeAnthropicServer(handler=caching_model()) as server:
         report = ws.heartbeat(settings, server.base_url)
         requests = server.message_requests
@@ -184,7 +204,7 @@ def measure(conversations: int, days: int) -> dict[str, Any]:
 
 def _commit() -> str:
     result = subprocess.run(
-        ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+        ["git", "-C", str(Path(memoryd.__file__).parent), "rev-parse", "--short", "HEAD"],
         capture_output=True,
         text=True,
         check=False,
@@ -222,22 +242,26 @@ def render_table(results: dict[str, dict[str, Any]]) -> list[str]:
 def render(results: dict[str, dict[str, dict[str, Any]]]) -> str:
     lines = [
         "Run: `python -m benchmarks dialogue -- --label before|after`: 10 short work "
-        "conversations (9 turns each, plain dialogue) of one agent, one heartbeat against the "
-        "fake Anthropic server through the real SDK, for two samples: all on one day, and spread "
-        "over five days (as mem0's sample is). Everything the server received is counted (system "
-        "prompt, tool name, description and input schema, messages); tokens are characters / 4 "
-        "on both sides, the dialogue being the turns' text. Billed tokens: the fake server "
-        "reports usage under a caching model (the prefix memoryd marks for caching, system "
-        f"prompt and tool, written by the first call and read by the later ones when it is at "
-        f"least {MIN_CACHEABLE:,} tokens; below that nothing is cached and billed equals sent); "
-        "memoryd's ledger sums it, weighed as priced: input 1x, cache writes 1.25x, cache reads "
+        "conversations (9 turns each, plain dialogue), one heartbeat against the fake Anthropic "
+        "server through the real SDK, for three samples: of one agent all on one day, and "
+        "spread over five days (as mem0's sample is); of two agents in turn over five days "
+        "(`--samples interleaved` measures that one alone). Everything the server received is "
+        "counted (system prompt, tool name, description and input schema, messages); tokens are "
+        "characters / 4 on both sides, the dialogue being the turns' text. Billed tokens: the "
+        "fake server reports usage under a caching model (the prefix memoryd marks for caching, "
+        "system prompt and tool, written by the first call and read by the later ones when it "
+        f"is at least {MIN_CACHEABLE:,} tokens; below that nothing is cached and billed equals "
+        "sent); memoryd's ledger sums it, weighed as priced: input 1x, cache writes 1.25x, "
+        "cache reads "
         f"0.1x. Where memoryd has `llm.sections_per_call`, it is set to {SECTIONS}.",
     ]
-    for sample, days in SAMPLES.items():
+    for sample, (days, agents) in SAMPLES.items():
         figures = {label: found[sample] for label, found in results.items() if sample in found}
         if not figures:
             continue
         title = "all on one day" if days == 1 else f"spread over {days} days"
+        if len(agents) > 1:
+            title += f", of {len(agents)} agents in turn ({', '.join(agents)}, ...)"
         lines += ["", f"Sample `{sample}`: ten conversations {title}.", ""]
         lines += render_table(figures)
     return "\n".join(lines)
@@ -248,10 +272,15 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--conversations", type=int, default=10)
     parser.add_argument("--label", default="after", choices=("before", "after"))
     parser.add_argument("--no-write", action="store_true", help="print, do not touch BENCHMARKS.md")
+    parser.add_argument("--samples", nargs="+", choices=list(SAMPLES), default=list(SAMPLES))
     options = parser.parse_args(argv)
     DATA.mkdir(parents=True, exist_ok=True)
-    figures = {sample: measure(options.conversations, days) for sample, days in SAMPLES.items()}
-    (DATA / f"{options.label}.json").write_text(json.dumps(figures, indent=2), encoding="utf-8")
+    kept = DATA / f"{options.label}.json"
+    figures = json.loads(kept.read_text(encoding="utf-8")) if kept.exists() else {}
+    for sample in options.samples:
+        days, agents = SAMPLES[sample]
+        figures[sample] = measure(options.conversations, days, agents)
+    kept.write_text(json.dumps(figures, indent=2), encoding="utf-8")
     results = {}
     for label in ("before", "after"):
         path = DATA / f"{label}.json"

@@ -36,9 +36,13 @@ def answer(
 ) -> RecordMemories | None:
     """The chunk's validated answer, made right for the store as it is now: from the journal if
     already paid for, else the model (asked ahead of time, or now)."""
-    handled, shared = sharing.take(run, chunk, session, upcoming)
+    handled, shared, stale = sharing.take(run, chunk, session, upcoming)
     if handled:
-        return shared  # answered by a call its group shared (or that call failed)
+        # Answered by a call its group shared (or that call failed); when chunks of other
+        # agents were applied since that call, checked as an answer sent ahead is.
+        if shared is not None and stale is not None:
+            shared = _holding(run, chunk, session, upcoming, given=shared, asked_with=stale)
+        return shared
     flight = run.ahead.take(chunk.key)
     if flight is None:
         stored = run.state.journal.answered(chunk.key)

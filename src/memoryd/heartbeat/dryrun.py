@@ -9,7 +9,7 @@ heartbeat does not know in advance is not predicted: a chunk that fails and hold
 transcripts still being written.
 
 For each predicted heartbeat the chunks are grouped into calls as a heartbeat groups them
-(`memoryd.heartbeat.sharing.calls_of`), and each call is priced at the model's price: its
+(`memoryd.heartbeat.grouping.calls_of`), and each call is priced at the model's price: its
 chunks' estimated tokens plus the prompt allowance in, one answer's output tokens out. The output
 is the figure that cannot be read off the transcripts: it is the mean of the heartbeat calls the
 usage ledger already holds once there are enough of them, else the budget's own guess
@@ -43,7 +43,7 @@ from memoryd.extractors.intake import (
     read_sources,
     requeued_chunks,
 )
-from memoryd.heartbeat.sharing import calls_of
+from memoryd.heartbeat.grouping import calls_of
 from memoryd.llm.prices import ModelPrice
 
 if TYPE_CHECKING:

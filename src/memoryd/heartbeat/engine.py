@@ -50,7 +50,7 @@ from memoryd.extractors.recovery import GENERATION_KEY
 from memoryd.extractors.report import HeartbeatReport
 from memoryd.extractors.rereads import Rereading, rereading_for
 from memoryd.gitrepo import GitStore
-from memoryd.heartbeat import committing, processing, sharing
+from memoryd.heartbeat import committing, grouping, processing
 from memoryd.heartbeat.ahead import Ahead
 from memoryd.heartbeat.keeping import Keeper
 from memoryd.heartbeat.processing import ReadAccess, SecretScanner, StoreWork, SummaryRefresher
@@ -271,7 +271,7 @@ class Heartbeat:
         fresh = [c for c in chunks if self.state.journal.answered(c.key) is None]
         limit = self.settings.sections_per_call if shares_calls else 1
         estimate = self.settings.estimate_tokens
-        calls = sharing.calls_of(fresh, self.settings.chunk_tokens, limit, estimate)
+        calls = grouping.calls_of(fresh, self.settings.chunk_tokens, limit, estimate)
         inputs = [
             sum(estimate(c.render()) for c in call) + PROMPT_TOKENS_ALLOWANCE for call in calls
         ]

@@ -19,6 +19,9 @@ model, had it been shown that fact, would have superseded or left out.
 
 What an answer was asked with is kept in the journal as a stamp (`stamp`): the digest of the
 context and the ids of the facts it listed, so that the same decision is taken after a crash.
+A chunk asked in one request with others before it (`memoryd.heartbeat.sharing`) was shown what
+they say: its stamp names their sources (`Stamp.after`), and the facts filed from them do not
+count as filed since.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from memoryd.extractors.chunking import Chunk
 from memoryd.extractors.extract import ChunkContext
 from memoryd.store.text import normalize_statement, words
 
@@ -51,17 +55,35 @@ _STOP = frozenset(
 OVERLAP = 0.5  # share of the shorter statement's content words that makes two facts the same
 
 
+# Where a fact was said: agent, session, file and line range (`FactSource`, as applying files it).
+Source = tuple[str, str, str, int, int]
+
+
 @dataclass(frozen=True)
 class Stamp:
-    """What an answer was asked with: the context's digest and the fact ids it listed."""
+    """What an answer was asked with: the context's digest and the fact ids it listed, and the
+    sources of the chunks the same request showed before it (their facts were seen)."""
 
     digest: str
     facts: frozenset[str]
+    after: frozenset[Source] = frozenset()
 
     def to_text(self) -> str:
-        return json.dumps(
-            {"digest": self.digest, "facts": sorted(self.facts)}, separators=(",", ":")
-        )
+        value: dict[str, object] = {"digest": self.digest, "facts": sorted(self.facts)}
+        if self.after:
+            value["after"] = sorted(self.after)
+        return json.dumps(value, separators=(",", ":"))
+
+    def with_after(self, chunks: list[Chunk]) -> Stamp:
+        """This stamp for a chunk asked in one request after `chunks`."""
+        return Stamp(self.digest, self.facts, frozenset(source_of(chunk) for chunk in chunks))
+
+    def saw(self, fact: Fact) -> bool:
+        """Whether the answer was asked with the fact listed, or with the chunk it came from."""
+        if fact.id in self.facts:
+            return True
+        where = fact.source
+        return (where.agent, where.session, where.file, *where.lines) in self.after
 
     @classmethod
     def from_text(cls, text: str) -> Stamp | None:
@@ -69,9 +91,19 @@ class Stamp:
         what the answer saw, and it is asked again when the context differs)."""
         try:
             value = json.loads(text)
-            return cls(str(value["digest"]), frozenset(str(f) for f in value["facts"]))
-        except (ValueError, TypeError, KeyError):
+            after = frozenset(
+                (str(a), str(s), str(f), int(lo), int(hi))
+                for a, s, f, lo, hi in value.get("after", [])
+            )
+            return cls(str(value["digest"]), frozenset(str(f) for f in value["facts"]), after)
+        except (ValueError, TypeError, KeyError, AttributeError):
             return None
+
+
+def source_of(chunk: Chunk) -> Source:
+    """Where the facts applied from the chunk's answer say they come from."""
+    lines = chunk.line_range
+    return (chunk.agent, chunk.session_id, chunk.turns[0].provenance.file, lines[0], lines[1])
 
 
 def stamp(context: ChunkContext) -> Stamp:
@@ -117,7 +149,7 @@ def reconcile(
             result.dropped += 1
             continue
         own = set(words(entity.name)) | {w for alias in entity.aliases for w in words(alias)}
-        since = [other for other in active if other.id not in asked.facts]
+        since = [other for other in active if not asked.saw(other)]
         if any(_same_thing(fact.fact, other.fact, own) for other in since):
             return None
         supersedes = [_newest(book.get, target) for target in fact.supersedes]

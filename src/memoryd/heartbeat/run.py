@@ -21,6 +21,7 @@ from memoryd.extractors.chunking import Chunk
 from memoryd.extractors.extract import Extractor
 from memoryd.extractors.report import HeartbeatReport
 from memoryd.heartbeat.ahead import Ahead
+from memoryd.heartbeat.grouping import SharedAnswer
 from memoryd.llm.prices import Usage
 from memoryd.llm.tokens import scaled_estimate
 from memoryd.logs import get_logger
@@ -95,7 +96,7 @@ class RunBook:
     # Chunks sharing one call, by their first chunk's key, and the answers such a call gave
     # for the chunks after the first (`memoryd.heartbeat.sharing`).
     groups: dict[str, list[Chunk]] = field(default_factory=dict)
-    group_answers: dict[str, RecordMemories] = field(default_factory=dict)
+    group_answers: dict[str, SharedAnswer] = field(default_factory=dict)
     proven: bool | None = None  # whether calls may run ahead (see `llm_proven`), once known
 
     @property

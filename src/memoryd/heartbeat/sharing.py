@@ -1,23 +1,31 @@
 """Short conversations of one agent sharing one model call, whatever their days.
 
-Before a heartbeat applies its chunks, `plan_groups` finds runs of consecutive chunks (in
-chronological order) of the same agent and routine, each short, together within one chunk's
-token budget, at most `sections_per_call` of them. They may be of different days: each section
-carries its own date, and each chunk is filed on its own day (its answer is its own). When the
-first chunk of such a group has its turn, `answer_group` asks the model once for the whole group
-(`memoryd.extractors.sections`) and splits the answer per chunk. Every chunk keeps its own
-journal record: each plan is journalled before the call, and every chunk's answer (the call's
-usage on the first) in one transaction before anything is applied; the others are then applied
-at their own turns, in order. A killed heartbeat finds the answers in the journal and pays
-nothing twice; a chunk is filed once, since it is marked committed by its own key.
+Before a heartbeat applies its chunks, `plan_groups` (`memoryd.heartbeat.grouping`) finds groups
+of short chunks of the same agent and routine, in chronological order, together within one
+chunk's token budget, at most `sections_per_call` of them, whatever chunks of other agents come
+between them. They may be of different days: each section carries its own date, and each chunk
+is filed on its own day (its answer is its own). When the first chunk of such a group has its
+turn, `take` asks the model once for the whole group (`memoryd.extractors.sections`), each
+member with the context the store offers at that moment, and splits the answer per chunk.
+Every chunk keeps its own journal record: each plan is journalled before the call, and every
+chunk's answer (the call's usage on the first), with the stamp of the context it was asked with
+(`memoryd.heartbeat.reconcile.stamp`, naming the members before it in the request), in one
+transaction before anything is applied; the others are then applied at their own turns, in
+order. A killed heartbeat finds the answers in the journal and pays nothing twice; a chunk is
+filed once, since it is marked committed by its own key.
+
+A member whose turn comes after only its group's earlier members were applied takes its answer
+as given: the model saw them in the same request. When chunks of other agents were applied
+since the call, its answer is checked as one sent ahead is (`memoryd.heartbeat.answers`): as
+given when its context did not change, reconciled by code when it can be, else the chunk is
+asked again alone. A journalled member's answer reused by a later heartbeat goes through the
+same check, the facts of the members before it counting as seen.
 
 Members are never sent ahead on their own. When the call does not give a usable answer (an
 invalid answer twice, a refusal, an error about this request), its cost is charged and the chunks
 are asked one by one as usual, in this heartbeat and the later ones (the state database keeps
 their keys, so a heartbeat stopped by its budget share does not pay for the same call again);
 an error about the whole run stops the heartbeat as for one chunk.
-Each member is extracted with the context of the moment its group is sent: the members that come
-before it are in the same request, so the model sees what they say.
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ from typing import TYPE_CHECKING
 from memoryd.budget import PROMPT_TOKENS_ALLOWANCE
 from memoryd.extractors.chunking import Chunk
 from memoryd.extractors.extract import (
+    ChunkContext,
     Extraction,
     InvalidAnswerError,
     RetryRefusedError,
@@ -36,10 +45,11 @@ from memoryd.extractors.extract import (
 from memoryd.extractors.llm_extractor import LLMExtractor
 from memoryd.heartbeat import sending, verdicts
 from memoryd.heartbeat.ahead import full_plan, lean_plan
+from memoryd.heartbeat.grouping import SharedAnswer, plan_groups
+from memoryd.heartbeat.reconcile import stamp
 from memoryd.heartbeat.run import RunBook
-from memoryd.llm.base import PermanentLLMError, TransientLLMError, UnusableLLMError, estimate_tokens
+from memoryd.llm.base import PermanentLLMError, TransientLLMError, UnusableLLMError
 from memoryd.llm.prices import Usage
-from memoryd.llm.tokens import TokenEstimator
 from memoryd.logs import get_logger
 
 if TYPE_CHECKING:
@@ -48,62 +58,8 @@ if TYPE_CHECKING:
 
 log = get_logger("memoryd.extractors.sharing")  # the name its events always had
 
-# A chunk this much smaller than the chunk budget is short enough to share a call.
-SHORT_SHARE = 4
 # State-database key: the chunks whose shared call gave no usable answer (asked alone since).
 ALONE_KEY = "sharing.ask_alone"
-
-
-def plan_groups(
-    chunks: list[Chunk],
-    chunk_tokens: int,
-    limit: int,
-    estimate: TokenEstimator = estimate_tokens,
-) -> dict[str, list[Chunk]]:
-    """The groups of chunks that share one call, by the key of their first chunk (only groups
-    of two or more). The same chunks always give the same groups."""
-    groups: dict[str, list[Chunk]] = {}
-    current: list[Chunk] = []
-    used = 0
-
-    def close() -> None:
-        if len(current) > 1:
-            groups[current[0].key] = list(current)
-
-    for chunk in chunks:
-        size = estimate(chunk.render()) if chunk.has_dialogue else chunk_tokens
-        fits = (
-            current
-            and size <= chunk_tokens // SHORT_SHARE
-            and len(current) < limit
-            and used + size <= chunk_tokens
-            and (chunk.agent, chunk.routine) == (current[0].agent, current[0].routine)
-        )
-        if fits:
-            current.append(chunk)
-            used += size
-            continue
-        close()
-        current, used = ([chunk], size) if size <= chunk_tokens // SHORT_SHARE else ([], 0)
-    close()
-    return groups
-
-
-def calls_of(
-    chunks: list[Chunk],
-    chunk_tokens: int,
-    limit: int,
-    estimate: TokenEstimator = estimate_tokens,
-) -> list[list[Chunk]]:
-    """The model calls that would send `chunks` (chronological): each group one call, every
-    other chunk a call of its own (a dry run's estimate)."""
-    groups = plan_groups(chunks, chunk_tokens, limit, estimate) if limit >= 2 else {}
-    grouped = {member.key for members in groups.values() for member in members}
-    return [
-        groups.get(chunk.key, [chunk])
-        for chunk in chunks
-        if chunk.key in groups or chunk.key not in grouped
-    ]
 
 
 def plan(run: RunBook, chunks: list[Chunk]) -> None:
@@ -127,14 +83,33 @@ def take(
     chunk: Chunk,
     session: StoreSession,
     upcoming: list[Chunk],
-) -> tuple[bool, RecordMemories | None]:
-    """(handled, answer) for a chunk whose turn has come: the answer a shared call gave it;
-    or, for the first chunk of a group not answered yet, one call for the group (the other
-    members' answers journalled and kept for their turns), with (True, None) when the heartbeat
-    stopped or the chunk failed. (False, None): not shared, ask the chunk as usual."""
+) -> tuple[bool, RecordMemories | None, str | None]:
+    """(handled, answer, stale) for a chunk whose turn has come: the answer a shared call gave
+    it; or, for the first chunk of a group not answered yet, one call for the group (the other
+    members' answers journalled and kept for their turns), with (True, None, None) when the
+    heartbeat stopped or the chunk failed. `stale`: the stamp the answer was asked with, when
+    chunks other than its group's were applied since (the caller checks it against the store
+    now); None when it holds as given. (False, None, None): not shared, ask the chunk as
+    usual."""
     shared = run.group_answers.pop(chunk.key, None)
     if shared is not None:
-        return True, shared
+        since = run.done[shared.applied :]
+        if all(key in shared.members for key in since):
+            return True, shared.answer, None  # the model saw what was applied since
+        return True, shared.answer, shared.asked_with
+    handled, answer = _ask_group(run, chunk, session, upcoming)
+    return handled, answer, None
+
+
+def _ask_group(
+    run: RunBook,
+    chunk: Chunk,
+    session: StoreSession,
+    upcoming: list[Chunk],
+) -> tuple[bool, RecordMemories | None]:
+    """For the first chunk of a group not answered yet: (True, its answer) from one call for
+    the group, (True, None) when the heartbeat stopped or the chunk failed, (False, None) when
+    the chunk is asked as usual."""
     if chunk.key not in run.groups or run.state.journal.answered(chunk.key) is not None:
         run.groups.pop(chunk.key, None)
         return False, None
@@ -157,7 +132,14 @@ def take(
         run.state.journal.plan(
             member.key, run_id=run.run_id, plan_json=lean_plan(member), at=run.clock()
         )
-    handled, result = _call(run, members, session, estimate, _reused(run, members, upcoming))
+    contexts = [run.context(member, session) for member in members]
+    # Each member's stamp names the members before it: the model saw them in the request.
+    stamps = [
+        stamp(context).with_after(members[:number]).to_text()
+        for number, context in enumerate(contexts)
+    ]
+    cache_prefix = _reused(run, members, upcoming)
+    handled, result = _call(run, members, contexts, estimate, cache_prefix)
     if result is None:
         return handled, None
     extraction, given = result
@@ -170,13 +152,15 @@ def take(
                 usage=extraction.usage if number == 0 else Usage(),
                 model=model,
                 at=run.clock(),
+                asked_with=stamps[number],
             )
         run.charge(extraction.usage, extraction.model)
     run.note_extracted(len(members))
     verdicts.settle_invalid_answers(run)
     verdicts.answered(run, valid=True)
-    for member, answer in zip(members[1:], given[1:], strict=True):
-        run.group_answers[member.key] = answer
+    keys = frozenset(member.key for member in members)
+    for member, answer, asked_with in zip(members[1:], given[1:], stamps[1:], strict=True):
+        run.group_answers[member.key] = SharedAnswer(answer, asked_with, len(run.done), keys)
     sending.send_ahead(run, upcoming, session)
     return True, given[0]
 
@@ -184,13 +168,12 @@ def take(
 def _call(
     run: RunBook,
     members: list[Chunk],
-    session: StoreSession,
+    contexts: list[ChunkContext],
     estimate: float | None,
     cache_prefix: bool,
 ) -> tuple[bool, tuple[Extraction, list[RecordMemories]] | None]:
     """The shared call: (True, result), or (handled, None) when it gave no usable answer."""
     chunk = members[0]
-    contexts = [run.context(member, session) for member in members]
     extractor = run.extractor
     if not isinstance(extractor, LLMExtractor | WatchedExtractor):
         return False, None  # `plan` made no group for it

@@ -22,7 +22,7 @@ from memoryd.budget import OUTPUT_TOKENS_GUESS, PROMPT_TOKENS_ALLOWANCE
 from memoryd.errors import EXIT_USAGE, MemorydError
 from memoryd.extractors.chunking import Chunk
 from memoryd.extractors.rereads import read_again
-from memoryd.heartbeat import sharing
+from memoryd.heartbeat import grouping
 from memoryd.jobs.environment import Environment, host_name
 from memoryd.jobs.heartbeat import heartbeat_options
 from memoryd.jobs.parts import make_cleaner, make_scanner
@@ -175,7 +175,7 @@ def price_reprocess(
     chunks = [chunk for chunk in rereading.all_chunks if chunk.has_dialogue]
     asks_a_model = settings.llm.provider != "markers"
     limit = options.sections_per_call if asks_a_model else 1
-    calls = sharing.calls_of(chunks, options.chunk_tokens, limit, options.estimate_tokens)
+    calls = grouping.calls_of(chunks, options.chunk_tokens, limit, options.estimate_tokens)
     inputs = [
         sum(options.estimate_tokens(c.render()) for c in call) + PROMPT_TOKENS_ALLOWANCE
         for call in calls

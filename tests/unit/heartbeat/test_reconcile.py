@@ -130,3 +130,20 @@ def test_a_superseded_target_is_redirected_to_the_fact_that_replaced_it(
 
 def test_an_answer_without_a_stamp_is_asked_again(session: StoreSession) -> None:
     assert reconcile(answer(facts=[fact("Jane Doe", "Runs marathons")]), None, session) is None
+
+
+def test_a_fact_from_a_chunk_shown_before_in_the_same_request_does_not_ask_again(
+    session: StoreSession, jane: Entity
+) -> None:
+    before = asked(session)
+    # The same request showed, before this chunk, the chunk that filed the fact (`file`'s
+    # source): the model saw it.
+    shared = Stamp(before.digest, before.facts, frozenset({("ops", "s1", "/logs/a.jsonl", 1, 1)}))
+    assert Stamp.from_text(shared.to_text()) == shared
+    file(session, jane, "Works at Initech as an engineer")
+    given = answer(facts=[fact("Jane Doe", "Works at Acme as an engineer")])
+    result = reconcile(given, shared, session)
+    assert result is not None and result.answer == given
+    # From any other chunk, the same fact asks again.
+    other = Stamp(before.digest, before.facts, frozenset({("ops", "s2", "/logs/a.jsonl", 1, 1)}))
+    assert reconcile(given, other, session) is None
