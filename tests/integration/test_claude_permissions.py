@@ -148,7 +148,7 @@ def test_the_system_service_reads_a_new_0600_session_once_the_owner_shares_it(ro
     status_code, status, _ = memoryd(SERVICE_USER, host, "status")
     assert status_code == EXIT_CONFIG
     (line,) = [text for text in status.splitlines() if text.startswith("UNREADABLE FILES")]
-    assert f"1 of 1 files unreadable by {SERVICE_USER} (mode 0600, owner {AGENT_USER})" in line
+    assert f"1 of 1 file unreadable by {SERVICE_USER} (mode 0600, owner {AGENT_USER})" in line
     assert f"run memoryd as {AGENT_USER}" in line
     assert f"have {AGENT_USER} enable memoryd-share.timer" in line
     assert "docs/operators-guide.md#" in line
@@ -164,7 +164,7 @@ def test_the_system_service_reads_a_new_0600_session_once_the_owner_shares_it(ro
     check_code, check, _ = memoryd(SERVICE_USER, host, "check")
     assert check_code == EXIT_OK  # a warning: the daemon's ExecStartPre must not fail on it
     assert "warning: At 'agents': coder claude-code:" in check
-    assert "1 of 1 files unreadable" in check
+    assert "1 of 1 file unreadable" in check
 
     # The agent's user shares its files (what memoryd-share.timer runs every minute).
     share_code, shared, _ = memoryd(AGENT_USER, host, "share")

@@ -43,7 +43,7 @@ ALLOWED: dict[str, set[str]] = {
     "store": {"gitrepo", "worktree", "errors", "logs", "charsafe", "collector"},
     "sync": {"gitrepo", "worktree", "store", "errors", "logs"},
     "state": {"llm", "errors", "logs"},
-    "sources": {"settings", "redaction", "errors", "logs", "charsafe"},
+    "sources": {"settings", "redaction", "errors", "logs", "charsafe", "wording"},
     "budget": {"state", "llm", "errors", "logs"},
     "extractors": BASE | FOUNDATION | {"budget"},
     "heartbeat": BASE | FOUNDATION | {"budget", "extractors"},

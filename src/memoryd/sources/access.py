@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from memoryd.settings import Settings
 from memoryd.sources.reader import SourceReader
+from memoryd.wording import plural
 
 __all__ = [
     "GUIDE_SECTION",
@@ -99,7 +100,7 @@ def describe(label: str, report: AccessReport, reader: str) -> str | None:
         else ""
     )
     return (
-        f"{label}: {count} of {report.files} files unreadable by {reader} "
+        f"{label}: {count} of {plural(report.files, 'file')} unreadable by {reader} "
         f"(mode {modes}, owner {owner_list}): run memoryd as {first} "
         f"(the user unit, systemd/user/memoryd.service), or have {first} enable "
         f"memoryd-share.timer (`memoryd share` every minute){join}; see {GUIDE_SECTION}"
