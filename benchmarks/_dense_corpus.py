@@ -21,6 +21,7 @@ chunk asked twice can be told apart by what the later context showed that the fi
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 import re
@@ -137,6 +138,16 @@ class Asked:
         text = user_text(request)
         for _nonce, _section, body, _end in FENCE.findall(text):
             self.contexts.setdefault(body, []).append(context_facts(text))
+
+    def left_out(self) -> set[str]:
+        """The lines (`entity: statement`, after a digest of the chunk) the last answer of each
+        chunk left out because its context showed them: what a strong model does not file."""
+        return {
+            f"{hashlib.sha256(body.encode()).hexdigest()[:8]} {name}: {statement}"
+            for body, asked in self.contexts.items()
+            for _kind, name, statement in REMEMBER.findall(body)
+            if statement in asked[-1].get(name, {}).values()
+        }
 
     def reasons(self) -> dict[str, int]:
         """Calls beyond the first of each chunk, counted by what the last context showed that

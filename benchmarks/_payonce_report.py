@@ -102,10 +102,18 @@ def _dense(before: dict[str, Any] | None, after: dict[str, Any] | None) -> list[
     for r in rows:
         if not r["same_store"]:
             differ = r.get("active_differ", [])
+            stale = r.get("left_out_stale", [])
             lines.append(
                 f"After, {r['latency']} s: the store differs from the sequential run's in "
                 f"{r.get('files_differ', '?')} file(s); active facts that differ: "
                 + ("none (history only)" if not differ else "; ".join(f"`{d}`" for d in differ))
+                + f". Lines the applied answer left out as said already, on a context that no "
+                f"longer held at the chunk's turn (the sequential run filed them): {len(stale)}"
+                + (
+                    ": " + "; ".join(f"`{line.split(' ', 1)[1]}`" for line in stale)
+                    if stale
+                    else ""
+                )
                 + "."
             )
     old = [r for r in _rows(before) if r["corpus"] == "dense" and not r["same_store"]]

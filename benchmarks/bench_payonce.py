@@ -7,7 +7,11 @@ and projects that all conversations talk about (as a real fleet's do: each chunk
 changes as the ones before it file facts); in `disjoint`, each conversation names entities of its
 own. Every fact is a verb and four words drawn at random from some 90, so two facts of one entity
 rarely share half their content words (what makes memoryd ask again, `heartbeat/reconcile.py`);
-one conversation in ten restates a fact filed before.
+one conversation in ten restates a fact filed before. `dense` (`_dense_corpus.py`): the same few
+entities, every fact one of a few slots of its entity with a value from a short list (updates
+that supersede, restatements), so that two facts of one entity often share half their words; its
+fake model answers as a strong model given the context would, and the calls asked again are
+counted by reason.
 
 `memoryd heartbeat` runs as a subprocess against the fake Anthropic server (real SDK, loopback),
 answering after `--latency` seconds (0.5 and 2 by default), `llm.concurrency` 8. Measured: the
@@ -17,7 +21,9 @@ equals the sequential run's. Then kills: the heartbeat is SIGKILLed once `depth`
 reached the server (5 depths), and a second heartbeat finishes the job: calls paid again (both
 runs' calls minus the chunks) against the calls in flight at the kill (sent, not answered).
 
-`--code DIR` runs another checkout's `src` (the before column: `--code /work/main/src`). Data
+`--corpora` and `--latencies` choose the backfill rows to measure, `--depths` the kills (none:
+no kills); rows not measured again are kept from the saved results. `--code DIR` runs another
+checkout's `src` (the before column: a checkout of the code before the pay-once work). Data
 under `$TMPDIR/memoryd-bench/payonce/`; results in `result-<label>.json`; `## Pay once` of
 BENCHMARKS.md shows `before` and `after` side by side (`--render`).
 """
@@ -188,7 +194,8 @@ def tree(ws: Workspace) -> dict[str, str]:
 
 def backfill(
     options: argparse.Namespace, *, corpus: str, latency: float, concurrency: int
-) -> tuple[dict[str, Any], dict[str, str]]:
+) -> tuple[dict[str, Any], dict[str, str], set[str]]:
+    """One backfill: its figures, its store, and the lines its model left out as said already."""
     ws = workspace(f"{corpus}-{latency}-{concurrency}", options.conversations, corpus=corpus)
     model = Model(latency, corpus=corpus)
     with FakeAnthropicServer(handler=model) as server:
@@ -201,14 +208,18 @@ def backfill(
         event = finished(heartbeat(config, options.code))
         calls = len(server.message_requests)
     chunks = int(event.get("chunks_extracted", 0)) + int(event.get("chunks_reused", 0))
-    return {
-        "calls": calls,
-        "chunks": chunks,
-        "wall": int(event.get("duration_ms", 0)) / 1000,
-        "outcome": event.get("outcome"),
-        "asked_again": int(event.get("chunks_reextracted", 0)),
-        "reasons": model.asked.reasons(),
-    }, tree(ws)
+    return (
+        {
+            "calls": calls,
+            "chunks": chunks,
+            "wall": int(event.get("duration_ms", 0)) / 1000,
+            "outcome": event.get("outcome"),
+            "asked_again": int(event.get("chunks_reextracted", 0)),
+            "reasons": model.asked.reasons(),
+        },
+        tree(ws),
+        model.asked.left_out(),
+    )
 
 
 def killed(options: argparse.Namespace, depth: int) -> dict[str, Any]:
@@ -257,9 +268,11 @@ def run(options: argparse.Namespace, saved: dict[str, Any] | None) -> dict[str, 
         ]
         results["kills"] = [k for k in saved["kills"] if k["depth"] not in options.depths]
     for corpus in options.corpora:
-        sequential, reference = backfill(options, corpus=corpus, latency=0.0, concurrency=1)
+        sequential, reference, kept_out = backfill(
+            options, corpus=corpus, latency=0.0, concurrency=1
+        )
         for latency in options.latencies:
-            measured, stored = backfill(
+            measured, stored, left_out = backfill(
                 options, corpus=corpus, latency=latency, concurrency=CONCURRENCY
             )
             limit = measured["chunks"] * latency / CONCURRENCY
@@ -275,6 +288,8 @@ def run(options: argparse.Namespace, saved: dict[str, Any] | None) -> dict[str, 
                     stored.get(p) != reference.get(p) for p in {*stored, *reference}
                 ),
                 "active_differ": dense.active_differences(reference, stored),
+                # left out as said already, on a context that no longer held when applied
+                "left_out_stale": sorted(left_out - kept_out),
             }
             print(json.dumps(row), flush=True)
             results["backfill"].append(row)
