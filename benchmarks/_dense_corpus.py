@@ -50,6 +50,14 @@ PERSON_SLOTS: dict[str, tuple[str, ...]] = {
     "is on leave until {}": DAYS,
     "reviews the {} release": PROJECTS,
 }
+# The reasons a chunk was asked again (`Asked.reasons`), each followed by " | " and the slot.
+UPDATE = {
+    True: "another value of its slot filed meanwhile; the first context showed an older one",
+    False: "another value of its slot filed meanwhile; the first context showed none",
+}
+OTHER_SLOT = "a fact of another slot sharing half its content words filed meanwhile"
+RESTATED_MEANWHILE = "the same statement filed meanwhile"
+NOTHING = "none of these"
 RESTATED = 0.2  # share of lines that say a slot's current value again
 _SLOTS = {**PROJECT_SLOTS, **PERSON_SLOTS}
 _PATTERNS = {
@@ -152,7 +160,8 @@ class Asked:
     def reasons(self) -> dict[str, int]:
         """Calls beyond the first of each chunk, counted by what the last context showed that
         the first did not, for the chunk's own lines, the first of: another value of one of its
-        slots (the answer had to supersede it), a fact of another slot sharing half the content
+        slots (the answer had to supersede it; its first context showed an older value of that
+        slot, or none), a fact of another slot sharing half the content
         words of one of its lines (reconcile's rule), one of its lines word for word (reconcile
         drops it), or none of these."""
         counted: Counter[str] = Counter()
@@ -166,12 +175,13 @@ class Asked:
                 slot = slot_of(statement)
                 for other in new:
                     if other == statement:
-                        found.append((2, f"restated: '{slot}' filed word for word meanwhile"))
+                        found.append((3, f"{RESTATED_MEANWHILE} | '{slot}'"))
                     elif slot_of(other) == slot:
-                        found.append((0, f"update: '{slot}' given another value meanwhile"))
+                        older = any(slot_of(f) == slot for f in first.get(name, {}).values())
+                        found.append((0 if older else 1, f"{UPDATE[older]} | '{slot}'"))
                     elif _overlap(statement, other, name):
-                        found.append((1, f"other slot: '{slot}' after '{slot_of(other)}'"))
-            reason = min(found)[1] if found else "no fact of its entities sharing half its words"
+                        found.append((2, f"{OTHER_SLOT} | '{slot}' after '{slot_of(other)}'"))
+            reason = min(found)[1] if found else f"{NOTHING} | -"
             counted[reason] += len(asked) - 1
         return dict(counted.most_common())
 

@@ -67,7 +67,8 @@ def render(results: dict[str, dict[str, Any]], concurrency: int) -> str:
 
 
 def _dense(before: dict[str, Any] | None, after: dict[str, Any] | None) -> list[str]:
-    """What the `dense` rows say: the corpus, the verdict on the targets, what is asked again."""
+    """What the `dense` rows say: the corpus, the verdict on the targets, what is asked again,
+    and where the store differs from the sequential run's."""
     rows = [r for r in _rows(after) if r["corpus"] == "dense"]
     if not rows:
         return []
@@ -86,41 +87,87 @@ def _dense(before: dict[str, Any] | None, after: dict[str, Any] | None) -> list[
         "",
         f"On `dense` the targets {'hold' if held else 'do not hold'}: "
         + "; ".join(
-            f"{r['latency']} s: calls {_ratio(r):.2f}x, wall {_wall_ratio(r):.2f}x" for r in rows
+            f"{r['latency']} s: calls {_ratio(r):.2f}x, wall {_wall_ratio(r):.2f}x, store "
+            + ("= sequential" if r["same_store"] else "differs")
+            for r in rows
         )
-        + ". The calls asked again, by what the store had filed between the first call and the "
-        "chunk's turn (the last context against the first, for the chunk's own lines):",
+        + ". The calls asked again (`chunk.asked_again`), by what the store had filed between "
+        "the chunk's first call and its turn, for the chunk's own lines (the last context it "
+        "was sent against the first):",
         "",
         "| reason | " + " | ".join(f"after, {r['latency']} s" for r in rows) + " |",
         "|---|" + "---|" * len(rows),
     ]
-    reasons = dict.fromkeys(reason for r in rows for reason in r.get("reasons", {}))
-    for reason in reasons:
-        counts = " | ".join(str(r.get("reasons", {}).get(reason, 0)) for r in rows)
-        lines.append(f"| {reason} | {counts} |")
-    lines.append("")
-    for r in rows:
-        if not r["same_store"]:
-            differ = r.get("active_differ", [])
-            stale = r.get("left_out_stale", [])
-            lines.append(
-                f"After, {r['latency']} s: the store differs from the sequential run's in "
-                f"{r.get('files_differ', '?')} file(s); active facts that differ: "
-                + ("none (history only)" if not differ else "; ".join(f"`{d}`" for d in differ))
-                + f". Lines the applied answer left out as said already, on a context that no "
-                f"longer held at the chunk's turn (the sequential run filed them): {len(stale)}"
-                + (
-                    ": " + "; ".join(f"`{line.split(' ', 1)[1]}`" for line in stale)
-                    if stale
-                    else ""
-                )
-                + "."
-            )
+    by_kind = [_by_kind(r.get("reasons", {})) for r in rows]
+    for kind in dict.fromkeys(k for counts in by_kind for k in counts):
+        lines.append(f"| {kind} | " + " | ".join(str(c.get(kind, 0)) for c in by_kind) + " |")
+    slots: dict[str, int] = {}
+    for reason, count in rows[0].get("reasons", {}).items():
+        slot = reason.split(" | ", 1)[-1]
+        slots[slot] = slots.get(slot, 0) + count
+    lines += [
+        "",
+        f"By slot (after, {rows[0]['latency']} s): "
+        + "; ".join(f"{slot} {n}" for slot, n in sorted(slots.items(), key=lambda i: -i[1]))
+        + ". Where the first context showed an older value of the slot, the answer superseded "
+        "it, and the fact filed meanwhile is the newer end of that same line: superseding the "
+        "newest of the line (the redirect reconciling does already) would file what a strong "
+        "model shown the newer value files, without asking again.",
+        "",
+    ]
+    lines += _differences(rows)
     old = [r for r in _rows(before) if r["corpus"] == "dense" and not r["same_store"]]
     lines += [
         f"Before, {r['latency']} s: the store differs from the sequential run's." for r in old
     ]
     return [*lines, ""] if lines[-1] else lines
+
+
+def _differences(rows: list[Row]) -> list[str]:
+    """Where the after stores differ from the sequential run's, and why."""
+    differing = [r for r in rows if not r["same_store"]]
+    if not differing:
+        return []
+    lines = [
+        "; ".join(
+            f"After, {r['latency']} s: {r.get('files_differ', '?')} files differ from the "
+            f"sequential run's, {len(r.get('active_differ', [])) // 2} current facts differ, "
+            f"{len(r.get('left_out_stale', []))} lines were left out as said already on a "
+            "context that no longer held at the chunk's turn (the sequential run filed them)"
+            for r in differing
+        )
+        + ". The current facts that differ (first of these runs):",
+        "",
+        "| file | sequential run | concurrent run |",
+        "|---|---|---|",
+    ]
+    changed: dict[str, dict[str, str]] = {}
+    for line in differing[0].get("active_differ", []):
+        sign, rest = line.split(" ", 1)
+        path, fact = rest.split(": ", 1)
+        changed.setdefault(path, {}).setdefault(sign, fact)
+    for path, facts in changed.items():
+        lines.append(f"| `{path}` | {facts.get('-', '—')} | {facts.get('+', '—')} |")
+    lines += [
+        "",
+        "Such a line is a value said again after another was filed in between (staging "
+        "cluster frozen, then red, then frozen again): the answer sent ahead was shown frozen "
+        "as current and left the line out; by its turn red had superseded frozen, and "
+        "reconciling, which looks only at the facts an answer files, kept red. The stamp holds "
+        "the ids of the facts the context listed, so an answer whose listed facts of an entity "
+        "it names were superseded since could be asked again (or the left-out line re-filed).",
+        "",
+    ]
+    return lines
+
+
+def _by_kind(reasons: dict[str, int]) -> dict[str, int]:
+    """The counts of `reasons` ("kind | slot") by kind, most first."""
+    counts: dict[str, int] = {}
+    for reason, count in reasons.items():
+        kind = reason.split(" | ", 1)[0]
+        counts[kind] = counts.get(kind, 0) + count
+    return dict(sorted(counts.items(), key=lambda item: -item[1]))
 
 
 def _rows(result: dict[str, Any] | None) -> list[Row]:
