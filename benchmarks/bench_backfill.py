@@ -62,8 +62,13 @@ def conversation(agent: int, day: int, number: int) -> list[dict[str, str]]:
     when = datetime(2026, 1, 1, 8, tzinfo=UTC) + timedelta(
         days=day, hours=2 * number, minutes=agent
     )
-    session = f"a{agent}d{day}c{number}"
     said = f"remember: company Customer {agent}x{day}x{number}: Signed for {day + number} seats"
+    return tool_heavy(said, when, f"a{agent}d{day}c{number}")
+
+
+def tool_heavy(said: str, when: datetime, session: str) -> list[dict[str, str]]:
+    """One tool-heavy conversation of about 76 KB, one chunk: the user says `said` at `when`,
+    then six rounds of prose and `make test` output, ten seconds apart."""
     rows = [{**turn("user", said, when.isoformat()), "session": session}]
     for index in range(12):
         role = "assistant" if index % 2 else "user"

@@ -35,10 +35,11 @@ from typing import Any
 
 from tests.fakes.anthropic_wire import FakeUsage, RecordedRequest, ToolUse, count_input_tokens
 from tests.fakes.fake_anthropic import FakeAnthropicServer
-from tests.support.harness import Workspace, turn
+from tests.support.harness import Workspace
 
 from benchmarks._report import write_section
-from benchmarks.bench_heartbeat import FILLER, TOOL_OUTPUT, marker_answer
+from benchmarks.bench_backfill import tool_heavy
+from benchmarks.bench_heartbeat import marker_answer
 from memoryd.jobs.heartbeat import dry_run_heartbeat
 
 DATA = Path(tempfile.gettempdir()) / "memoryd-bench" / "dryrun"
@@ -47,19 +48,11 @@ MODEL = "claude-haiku-5-5"
 
 
 def conversation(number: int) -> list[dict[str, str]]:
-    """One tool-heavy conversation of about 76 KB, one chunk, with one fact to remember."""
+    """One tool-heavy conversation of about 76 KB, one chunk, with one fact to remember; all in
+    one session."""
     when = datetime(2026, 1, 1, 8, tzinfo=UTC) + timedelta(hours=3 * number)
-    session = "long-session"
     said = f"remember: company Customer {number}: Signed for {number % 90 + 10} seats"
-    rows = [{**turn("user", said, when.isoformat()), "session": session}]
-    for index in range(12):
-        role = "assistant" if index % 2 else "user"
-        stamp = (when + timedelta(seconds=10 * (index + 1))).isoformat()
-        rows.append({**turn(role, f"({index}) " + FILLER * 2, stamp), "session": session})
-        if role == "assistant":
-            output = f"$ make test ({index})\n" + TOOL_OUTPUT * 4
-            rows.append({**turn("tool", output, stamp), "session": session})
-    return rows
+    return tool_heavy(said, when, "long-session")
 
 
 def write_data(ws: Workspace, megabytes: float) -> int:

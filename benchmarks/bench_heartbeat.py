@@ -60,9 +60,9 @@ FILLER = (
 TOOL_OUTPUT = "".join(
     f"tests/test_{n:03d}.py::test_case PASSED [{n % 100:3d}%]\n" for n in range(60)
 )
-_REMEMBER = re.compile(r"^remember: (\w+) ([^:]+): (.+)$", re.MULTILINE)
+REMEMBER = re.compile(r"^remember: (\w+) ([^:]+): (.+)$", re.MULTILINE)
 # A fenced transcript: one chunk alone (`BEGIN`), or one section of a shared call (`BEGIN s2`).
-_FENCE = re.compile(
+FENCE = re.compile(
     r"<<<(MEMORYD-[0-9A-F]+) BEGIN( s\d+)?>>>\n(.*?)\n<<<\1 END( s\d+)?>>>", re.DOTALL
 )
 
@@ -70,7 +70,7 @@ _FENCE = re.compile(
 # -- the fake model ---------------------------------------------------------------------------
 
 
-def _user_text(request: RecordedRequest) -> str:
+def user_text(request: RecordedRequest) -> str:
     content = request.body["messages"][0]["content"]
     if isinstance(content, str):
         return content
@@ -81,8 +81,8 @@ def marker_answer(request: RecordedRequest, delay: float) -> ToolUse:
     """Facts for the `remember:` lines of the fenced transcript(s), after `delay` seconds."""
     facts: list[dict[str, Any]] = []
     entities: list[dict[str, Any]] = []
-    for _nonce, section, body, _end in _FENCE.findall(_user_text(request)):
-        for kind, name, fact in _REMEMBER.findall(body):
+    for _nonce, section, body, _end in FENCE.findall(user_text(request)):
+        for kind, name, fact in REMEMBER.findall(body):
             filed = {"entity": {"name": name, "kind": kind}, "fact": fact, "category": "status"}
             if section:  # a shared call: every fact names its section
                 filed["section"] = section.strip()

@@ -14,19 +14,27 @@ uninterrupted run does, and no chunk's answer is paid for twice.
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import signal
 import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.fakes.configs import anthropic_llm, ops_config
-from tests.fakes.fake_anthropic import FakeAnthropicServer, RecordedRequest, ToolUse
+from tests.fakes.fake_anthropic import FakeAnthropicServer
 from tests.support.harness import Workspace, turn
+from tests.support.killing import (
+    command_line,
+    environment,
+    finish,
+    held_after,
+    model,
+    normalized_tree,
+    point_at,
+    start,
+    wait_for,
+    write_config,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -57,26 +65,6 @@ DAYS = [
 ]
 
 
-def model(request: RecordedRequest) -> ToolUse:
-    from tests.support.marker_model import marker_model
-
-    return marker_model(request)
-
-
-def slow_model(delay: float, after: int) -> tuple[list[int], object]:
-    """A handler that answers the first `after` requests at once and then holds answers."""
-    seen = [0]
-
-    def handler(request: RecordedRequest) -> ToolUse:
-        seen[0] += 1
-        answer = model(request)
-        if seen[0] > after:
-            return ToolUse(answer.input, delay_seconds=delay)
-        return answer
-
-    return seen, handler
-
-
 @pytest.fixture
 def wrapper(tmp_path: Path) -> Path:
     assert REAL_GIT is not None
@@ -92,83 +80,38 @@ def prepare(root: Path, base_url: str, *, shared: bool = False) -> tuple[Workspa
     workspace = Workspace(root)
     workspace.init()
     workspace.write_log("a.jsonl", [turn("user", text, f"{day}T10:00:00Z") for day, text in DAYS])
-    config = root / "memoryd.toml"
     # One call at a time: the kill points and the paid-call counts below are about the journal's
     # order of events (calls in flight at once are tested in test_concurrency.py).
     # `shared`: the three days' chunks share one call (`llm.sections_per_call`).
-    llm = anthropic_llm(base_url, "concurrency = 1", f"sections_per_call = {10 if shared else 1}")
-    text = ops_config(llm=llm, store=workspace.store, state=root / "state", logs=workspace.logs)
-    config.write_text(text, encoding="utf-8")
-    return workspace, config
+    sections = f"sections_per_call = {10 if shared else 1}"
+    return workspace, write_config(workspace, base_url, "concurrency = 1", sections)
 
 
-def start(
+def run(
     config: Path, wrapper: Path | None, kill_at: str | None, root: Path
 ) -> subprocess.Popen[str]:
-    environ = {
-        "PATH": os.environ["PATH"],
-        "HOME": str(root),
-        "ANTHROPIC_API_KEY": "sk-ant-test-0000",
-        "PYTHONPATH": os.pathsep.join(sys.path),
-    }
-    if wrapper is not None and kill_at is not None:
-        marker = root / "kill-marker"
-        marker.write_text("", encoding="utf-8")
-        environ.update(
-            {
-                "PATH": f"{wrapper}{os.pathsep}{os.environ['PATH']}",
-                "REAL_GIT": str(REAL_GIT),
-                "KILL_AT": kill_at,
-                "KILL_MARKER": str(marker),
-            }
-        )
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "memoryd",
-            "--config",
-            str(config),
-            "--log-format",
-            "json",
-            "heartbeat",
-        ],
-        env=environ,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+    """A heartbeat; with `wrapper` and `kill_at`, the git wrapper kills it at that point."""
+    if wrapper is None or kill_at is None:
+        return start(config, root)
+    marker = root / "kill-marker"
+    marker.write_text("", encoding="utf-8")
+    return start(
+        config,
+        root,
+        {
+            "PATH": f"{wrapper}{os.pathsep}{os.environ['PATH']}",
+            "REAL_GIT": str(REAL_GIT),
+            "KILL_AT": kill_at,
+            "KILL_MARKER": str(marker),
+        },
     )
-
-
-def finish(process: subprocess.Popen[str], timeout: float = 60) -> int:
-    try:
-        process.communicate(timeout=timeout)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.communicate()
-    return process.returncode
-
-
-def wait_for(condition: object, deadline: float = 30.0) -> None:
-    assert callable(condition)
-    end = time.monotonic() + deadline
-    while not condition():
-        assert time.monotonic() < end, "timed out waiting for the subprocess"
-        time.sleep(0.02)
-
-
-def normalized_tree(workspace: Workspace) -> dict[str, str]:
-    return {
-        path: text.replace(str(workspace.root), "WS") for path, text in workspace.memories().items()
-    }
 
 
 @pytest.fixture
 def reference(tmp_path: Path) -> Iterator[dict[str, str]]:
     with FakeAnthropicServer(handler=model) as server:
         workspace, config = prepare(tmp_path / "reference", server.base_url)
-        assert finish(start(config, None, None, workspace.root)) == 0
+        assert finish(run(config, None, None, workspace.root)) == 0
         yield normalized_tree(workspace)
 
 
@@ -178,10 +121,10 @@ def test_killed_around_the_commit_then_finished(
 ) -> None:
     with FakeAnthropicServer(handler=model) as server:
         workspace, config = prepare(tmp_path / "crash", server.base_url)
-        assert finish(start(config, wrapper, kill_at, workspace.root)) == -signal.SIGKILL
+        assert finish(run(config, wrapper, kill_at, workspace.root)) == -signal.SIGKILL
         paid = len(server.message_requests)
         assert paid == len(DAYS)
-        assert finish(start(config, None, None, workspace.root)) == 0
+        assert finish(run(config, None, None, workspace.root)) == 0
         # The answers were journalled before the kill: nothing is asked again.
         assert len(server.message_requests) == paid
     assert normalized_tree(workspace) == reference
@@ -194,9 +137,9 @@ def test_a_shared_call_of_several_days_killed_around_the_commit_then_finished(
 ) -> None:
     with FakeAnthropicServer(handler=model) as server:
         workspace, config = prepare(tmp_path / "crash", server.base_url, shared=True)
-        assert finish(start(config, wrapper, kill_at, workspace.root)) == -signal.SIGKILL
+        assert finish(run(config, wrapper, kill_at, workspace.root)) == -signal.SIGKILL
         assert len(server.message_requests) == 1  # the three days in one call
-        assert finish(start(config, None, None, workspace.root)) == 0
+        assert finish(run(config, None, None, workspace.root)) == 0
         # Every day's answer was journalled before the kill: nothing is asked again.
         assert len(server.message_requests) == 1
     # Each day filed once, on its own day, as with one call per day.
@@ -208,18 +151,17 @@ def test_a_shared_call_of_several_days_killed_around_the_commit_then_finished(
 def test_killed_while_a_request_is_in_flight_then_finished(
     tmp_path: Path, reference: dict[str, str], answered_before_kill: int
 ) -> None:
-    seen, handler = slow_model(delay=30, after=answered_before_kill)
-    with FakeAnthropicServer(handler=handler) as server:  # type: ignore[arg-type]
+    seen, handler = held_after(answered_before_kill, delay=30)
+    with FakeAnthropicServer(handler=handler) as server:
         workspace, config = prepare(tmp_path / "crash", server.base_url)
-        process = start(config, None, None, workspace.root)
+        process = run(config, None, None, workspace.root)
         wait_for(lambda: seen[0] > answered_before_kill)
         process.kill()
         assert finish(process) == -signal.SIGKILL
         before = len(server.message_requests)
     with FakeAnthropicServer(handler=model) as server:
-        text = config.read_text(encoding="utf-8")
-        config.write_text(re.sub(r'base_url = ".*"', f'base_url = "{server.base_url}"', text))
-        assert finish(start(config, None, None, workspace.root)) == 0
+        point_at(config, server.base_url)
+        assert finish(run(config, None, None, workspace.root)) == 0
         # Only the chunks without a recorded answer are asked again.
         assert len(server.message_requests) == len(DAYS) - answered_before_kill
         assert before == answered_before_kill + 1
@@ -227,24 +169,9 @@ def test_killed_while_a_request_is_in_flight_then_finished(
 
 
 def rewrite(config: Path, root: Path) -> subprocess.CompletedProcess[str]:
-    environ = {
-        "PATH": os.environ["PATH"],
-        "HOME": str(root),
-        "ANTHROPIC_API_KEY": "sk-ant-test-0000",
-        "PYTHONPATH": os.pathsep.join(sys.path),
-    }
     return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "memoryd",
-            "--config",
-            str(config),
-            "--log-format",
-            "json",
-            "rewrite",
-        ],
-        env=environ,
+        command_line(config, "rewrite"),
+        env=environment(root),
         capture_output=True,
         text=True,
         timeout=120,
@@ -257,13 +184,13 @@ def test_a_rewrite_after_a_killed_heartbeat_never_commits_its_half_done_writes(
 ) -> None:
     with FakeAnthropicServer(handler=model) as server:
         workspace, config = prepare(tmp_path / "crash", server.base_url)
-        assert finish(start(config, wrapper, "before-add", workspace.root)) == -signal.SIGKILL
+        assert finish(run(config, wrapper, "before-add", workspace.root)) == -signal.SIGKILL
         assert workspace.git("status", "--porcelain")  # half-done writes on disk
         done = rewrite(config, workspace.root)
         assert done.returncode in (0, 1), done.stderr
         subjects = workspace.commits()
         assert not any("outside memoryd" in subject for subject in subjects), subjects
         assert not (workspace.store / "life/areas/people/jane-doe").exists()
-        assert finish(start(config, None, None, workspace.root)) == 0
+        assert finish(run(config, None, None, workspace.root)) == 0
     facts = {p: t for p, t in normalized_tree(workspace).items() if p.endswith("items.json")}
     assert facts == {p: t for p, t in reference.items() if p.endswith("items.json")}

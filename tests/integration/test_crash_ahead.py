@@ -10,78 +10,27 @@ the state database holds the `answered` answers, then kills memoryd.
 
 from __future__ import annotations
 
-import os
-import re
 import signal
 import sqlite3
-import subprocess
-import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from tests.fakes.configs import anthropic_llm, ops_config
-from tests.fakes.fake_anthropic import FakeAnthropicServer, RecordedRequest, ToolUse
+from tests.fakes.fake_anthropic import FakeAnthropicServer
 from tests.support.harness import Workspace, turn
+from tests.support.killing import (
+    finish,
+    held_after,
+    model,
+    normalized_tree,
+    point_at,
+    start,
+    wait_for,
+    write_config,
+)
 
 pytestmark = pytest.mark.slow
 
 CHUNKS = 8
-
-
-def start(config: Path, root: Path) -> subprocess.Popen[str]:
-    environ = {
-        "PATH": os.environ["PATH"],
-        "HOME": str(root),
-        "ANTHROPIC_API_KEY": "sk-ant-test-0000",
-        "PYTHONPATH": os.pathsep.join(sys.path),
-    }
-    command = [sys.executable, "-m", "memoryd", "--config", str(config), "heartbeat"]
-    return subprocess.Popen(
-        command, env=environ, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-
-
-def finish(process: subprocess.Popen[str], timeout: float = 60) -> int:
-    try:
-        process.communicate(timeout=timeout)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.communicate()
-    return process.returncode
-
-
-def wait_for(condition: Callable[[], bool], deadline: float = 30.0) -> None:
-    end = time.monotonic() + deadline
-    while not condition():
-        assert time.monotonic() < end, "timed out waiting for the subprocess"
-        time.sleep(0.02)
-
-
-def normalized_tree(workspace: Workspace) -> dict[str, str]:
-    return {
-        path: text.replace(str(workspace.root), "WS") for path, text in workspace.memories().items()
-    }
-
-
-def model(request: RecordedRequest) -> ToolUse:
-    from tests.support.marker_model import marker_model
-
-    return marker_model(request)
-
-
-def held_after(answered: int) -> tuple[list[int], object]:
-    """Answer the first `answered` requests at once, hold every later one."""
-    seen = [0]
-
-    def handler(request: RecordedRequest) -> ToolUse:
-        seen[0] += 1
-        answer = model(request)
-        return answer if seen[0] <= answered else ToolUse(answer.input, delay_seconds=60)
-
-    return seen, handler
 
 
 def prepare(root: Path, base_url: str) -> tuple[Workspace, Path]:
@@ -96,11 +45,7 @@ def prepare(root: Path, base_url: str) -> tuple[Workspace, Path]:
         for day in range(1, CHUNKS + 1)
     ]
     workspace.write_log("a.jsonl", rows)
-    config = root / "memoryd.toml"
-    llm = anthropic_llm(base_url, "concurrency = 4")
-    text = ops_config(llm=llm, store=workspace.store, state=root / "state", logs=workspace.logs)
-    config.write_text(text, encoding="utf-8")
-    return workspace, config
+    return workspace, write_config(workspace, base_url, "concurrency = 4")
 
 
 def journalled(root: Path) -> int:
@@ -121,8 +66,8 @@ def test_a_kill_pays_again_only_for_the_calls_in_flight(tmp_path: Path, answered
     with FakeAnthropicServer(handler=model) as server:
         reference, config = prepare(tmp_path / "reference", server.base_url)
         assert finish(start(config, reference.root)) == 0
-    seen, handler = held_after(answered)
-    with FakeAnthropicServer(handler=handler) as server:  # type: ignore[arg-type]
+    seen, handler = held_after(answered, delay=60)
+    with FakeAnthropicServer(handler=handler) as server:
         workspace, config = prepare(tmp_path / "crash", server.base_url)
         process = start(config, workspace.root)
         wait_for(lambda: journalled(workspace.root) >= answered and seen[0] > answered)
@@ -131,8 +76,7 @@ def test_a_kill_pays_again_only_for_the_calls_in_flight(tmp_path: Path, answered
         in_flight = len(server.message_requests) - answered
         assert in_flight >= 1
     with FakeAnthropicServer(handler=model) as server:
-        text = config.read_text(encoding="utf-8")
-        config.write_text(re.sub(r'base_url = ".*"', f'base_url = "{server.base_url}"', text))
+        point_at(config, server.base_url)
         assert finish(start(config, workspace.root)) == 0
         # Every answer that had arrived is filed from the journal: only the calls that were in
         # flight (and the chunks not sent yet) are asked: paid again = the calls in flight.
