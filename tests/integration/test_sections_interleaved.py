@@ -15,9 +15,10 @@ from typing import Any
 import pytest
 from tests.fakes.configs import anthropic_llm, ops_config
 from tests.fakes.fake_anthropic import FakeAnthropicServer
-from tests.integration.test_crash import REAL_GIT, WRAPPER, finish, start
+from tests.integration.test_crash import REAL_GIT, WRAPPER, run
 from tests.integration.test_sections import normalized, section_model, sections_of
 from tests.support.harness import Workspace, turn
+from tests.support.killing import finish
 from tests.support.marker_model import user_text
 
 from memoryd.heartbeat.reconcile import Stamp
@@ -219,15 +220,15 @@ def test_interleaved_shared_calls_killed_around_the_commit_are_not_paid_again(
         reference = workspace(tmp_path / "reference")
         crash_chats(reference)
         config = crash_config(reference, server.base_url)
-        assert finish(start(config, None, None, reference.root)) == 0
+        assert finish(run(config, None, None, reference.root)) == 0
         paid = len(server.message_requests)
         assert paid == 2  # one call per agent
         ws = workspace(tmp_path / "crash")
         crash_chats(ws)
         config = crash_config(ws, server.base_url)
-        assert finish(start(config, git_wrapper, kill_at, ws.root)) == -signal.SIGKILL
+        assert finish(run(config, git_wrapper, kill_at, ws.root)) == -signal.SIGKILL
         assert len(server.message_requests) == 2 * paid
-        assert finish(start(config, None, None, ws.root)) == 0
+        assert finish(run(config, None, None, ws.root)) == 0
         # Every member's answer was journalled with its stamp: nothing is asked again.
         assert len(server.message_requests) == 2 * paid
     assert normalized(ws) == normalized(reference)

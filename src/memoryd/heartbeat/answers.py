@@ -102,7 +102,7 @@ def _holding(
     asked = Stamp.from_text(asked_with)
     if asked is not None and asked.digest == now.digest:
         return given
-    reconciled = reconcile(given, asked, session)
+    reconciled = reconcile(given, asked, session, chunk.render())
     if reconciled is not None:
         log.debug(
             "chunk.reconciled",

@@ -10,12 +10,18 @@ are settled by code instead (`reconcile`):
 - an entity created meanwhile is the one the answer names: applying resolves names and aliases
   against the catalogue, so nothing is to do;
 - a fact the answer supersedes that was superseded meanwhile is replaced by the fact that
-  superseded it (the newest of its line, when still active);
+  superseded it (the newest of its line, when still active): said later, the answer's fact
+  supersedes that one in turn;
 
-and the chunk is asked again (`None`) only when the answer would be wrong: when one of its facts
-says much the same as a fact of the same entity filed since the call left (at least half of the
-content words of the shorter of the two in common, the entity's own name left out), which the
-model, had it been shown that fact, would have superseded or left out.
+and the chunk is asked again (`None`) only when the answer would be wrong:
+
+- when one of its facts says much the same as a fact of the same entity filed since the call
+  left (at least half of the content words of the shorter of the two in common, the entity's
+  own name left out), which the model, had it been shown that fact, would have superseded or
+  left out, unless that fact is the one that replaced what the answer's fact supersedes;
+- when the model may have left a line out because its context showed it as standing and it no
+  longer stands: a fact the context listed was superseded or retracted since, the answer does
+  not supersede it, and the chunk's text says at least half of its content words.
 
 What an answer was asked with is kept in the journal as a stamp (`stamp`): the digest of the
 context and the ids of the facts it listed, so that the same decision is taken after a crash.
@@ -40,6 +46,7 @@ from memoryd.store.text import normalize_statement, words
 if TYPE_CHECKING:
     from memoryd.extractors.apply import StoreSession
     from memoryd.extractors.contract import FactIn, RecordMemories
+    from memoryd.store.entities import Entity
     from memoryd.store.items import Fact
 
 # A fact line of the context: two spaces, the fact id, then ':' or its " (true from" note.
@@ -124,10 +131,11 @@ class Reconciled:
 
 
 def reconcile(
-    answer: RecordMemories, asked: Stamp | None, session: StoreSession
+    answer: RecordMemories, asked: Stamp | None, session: StoreSession, excerpt: str
 ) -> Reconciled | None:
-    """The answer made right for the store as it is now, or None when it must be asked again."""
-    if asked is None:
+    """The answer made right for the store as it is now, or None when it must be asked again.
+    `excerpt` is the chunk's text as the model was sent it."""
+    if asked is None or _left_out(answer, asked, session, excerpt):
         return None
     kept: list[FactIn] = []
     result = Reconciled(answer)
@@ -148,15 +156,48 @@ def reconcile(
         if any(normalize_statement(other.fact) == statement for other in active):
             result.dropped += 1
             continue
-        own = set(words(entity.name)) | {w for alias in entity.aliases for w in words(alias)}
-        since = [other for other in active if not asked.saw(other)]
-        if any(_same_thing(fact.fact, other.fact, own) for other in since):
-            return None
         supersedes = [_newest(book.get, target) for target in fact.supersedes]
+        # A fact filed since that replaced one this fact supersedes is the same line of
+        # values: this fact, said later, supersedes it in turn (redirected below).
+        since = [o for o in active if not asked.saw(o) and o.id not in supersedes]
+        if any(_same_thing(fact.fact, other.fact, _own(entity)) for other in since):
+            return None
         result.redirected += sum(a != b for a, b in zip(supersedes, fact.supersedes, strict=True))
         kept.append(fact.model_copy(update={"supersedes": list(dict.fromkeys(supersedes))}))
     result.answer = answer.model_copy(update={"facts": kept})
     return result
+
+
+def _left_out(answer: RecordMemories, asked: Stamp, session: StoreSession, excerpt: str) -> bool:
+    """Whether the answer may lack a line the model left out because its context showed it as
+    standing, and it no longer stands: a fact the context listed, superseded or retracted since
+    by something the model was not shown, which the answer does not supersede itself, and whose
+    content words the excerpt says (at least half of them). Shown the store as it is now, the
+    model would file that line again."""
+    from memoryd.errors import CorruptFileError  # noqa: PLC0415 - only on this path
+
+    superseded = {target for fact in answer.facts for target in fact.supersedes}
+    said = set(words(excerpt))
+    for fact_id in sorted(asked.facts - superseded):
+        try:
+            found = session.facts.lookup_fact(fact_id)
+        except CorruptFileError:
+            continue  # applying reports it
+        if found is None or found[1].status == "active":
+            continue
+        entity, listed = found
+        after = listed.superseded_by and session.facts.lookup_fact(listed.superseded_by)
+        if after and asked.saw(after[1]):
+            continue  # replaced by a chunk the same request showed before this one
+        content = _content(listed.fact, _own(entity))
+        if content and len(content & said) >= OVERLAP * len(content):
+            return True
+    return False
+
+
+def _own(entity: Entity) -> set[str]:
+    """The words of the entity's name and aliases (every fact of it may say them)."""
+    return set(words(entity.name)) | {w for alias in entity.aliases for w in words(alias)}
 
 
 def _content(text: str, own: set[str]) -> set[str]:

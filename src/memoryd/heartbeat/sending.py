@@ -133,7 +133,7 @@ def recheck_arrived(run: RunBook, upcoming: list[Chunk], session: StoreSession) 
         asked = Stamp.from_text(flight.asked_with)
         if asked is not None and asked.digest == stamp(context).digest:
             continue
-        if reconcile(flight.future.result().answer, asked, session) is not None:
+        if reconcile(flight.future.result().answer, asked, session, chunk.render()) is not None:
             continue
         if not fits_budget(run, chunk):
             return

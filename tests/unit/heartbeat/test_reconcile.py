@@ -81,7 +81,7 @@ def test_a_fact_filed_meanwhile_is_dropped_from_the_answer(
     file(session, jane, "Plays the cello")
     given = answer(facts=[fact("Jane Doe", "Plays the cello."), fact("Jane Doe", "Runs marathons")])
     assert asked(session).digest != before.digest
-    result = reconcile(given, before, session)
+    result = reconcile(given, before, session, TEXT)
     assert result is not None and result.dropped == 1
     assert [f.fact for f in result.answer.facts] == ["Runs marathons"]
 
@@ -92,7 +92,7 @@ def test_an_unrelated_fact_filed_meanwhile_keeps_the_answer(
     before = asked(session)
     file(session, jane, "Plays the cello")
     given = answer(facts=[fact("Jane Doe", "Runs marathons every spring")])
-    result = reconcile(given, before, session)
+    result = reconcile(given, before, session, TEXT)
     assert result is not None and result.answer == given
 
 
@@ -102,7 +102,7 @@ def test_a_fact_saying_much_the_same_as_one_filed_meanwhile_is_asked_again(
     before = asked(session)
     file(session, jane, "Works at Initech as an engineer")
     given = answer(facts=[fact("Jane Doe", "Works at Acme as an engineer")])
-    assert reconcile(given, before, session) is None
+    assert reconcile(given, before, session, TEXT) is None
 
 
 def test_the_same_words_in_a_fact_shown_when_asked_do_not_ask_again(
@@ -112,7 +112,7 @@ def test_the_same_words_in_a_fact_shown_when_asked_do_not_ask_again(
     before = asked(session)
     file(session, jane, "Plays the cello")
     given = answer(facts=[fact("Jane Doe", "Works at Acme as an engineer")])
-    result = reconcile(given, before, session)
+    result = reconcile(given, before, session, TEXT)
     assert result is not None and result.answer == given
 
 
@@ -123,13 +123,14 @@ def test_a_superseded_target_is_redirected_to_the_fact_that_replaced_it(
     before = asked(session)
     newer = file(session, jane, "Lives in Paris", supersedes=(old,))
     given = answer(facts=[fact("Jane Doe", "Moved to Berlin in March", supersedes=[old])])
-    result = reconcile(given, before, session)
+    result = reconcile(given, before, session, TEXT)
     assert result is not None and result.redirected == 1
     assert result.answer.facts[0].supersedes == [newer]
 
 
 def test_an_answer_without_a_stamp_is_asked_again(session: StoreSession) -> None:
-    assert reconcile(answer(facts=[fact("Jane Doe", "Runs marathons")]), None, session) is None
+    given = answer(facts=[fact("Jane Doe", "Runs marathons")])
+    assert reconcile(given, None, session, TEXT) is None
 
 
 def test_a_fact_from_a_chunk_shown_before_in_the_same_request_does_not_ask_again(
@@ -142,8 +143,51 @@ def test_a_fact_from_a_chunk_shown_before_in_the_same_request_does_not_ask_again
     assert Stamp.from_text(shared.to_text()) == shared
     file(session, jane, "Works at Initech as an engineer")
     given = answer(facts=[fact("Jane Doe", "Works at Acme as an engineer")])
-    result = reconcile(given, shared, session)
+    result = reconcile(given, shared, session, TEXT)
     assert result is not None and result.answer == given
     # From any other chunk, the same fact asks again.
     other = Stamp(before.digest, before.facts, frozenset({("ops", "s2", "/logs/a.jsonl", 1, 1)}))
-    assert reconcile(given, other, session) is None
+    assert reconcile(given, other, session, TEXT) is None
+
+
+def test_a_fact_replacing_the_one_this_fact_supersedes_is_superseded_in_turn(
+    session: StoreSession, jane: Entity
+) -> None:
+    # Shown "frozen", the chunk says "red"; meanwhile an earlier chunk said "green": the same
+    # line of values, said later, so "red" supersedes "green" (no need to ask again).
+    shown = file(session, jane, "Her staging cluster is frozen")
+    before = asked(session)
+    green = file(session, jane, "Her staging cluster is green", supersedes=(shown,))
+    red = fact("Jane Doe", "Her staging cluster is red", supersedes=[shown])
+    result = reconcile(answer(facts=[red]), before, session, "Jane: staging is red now.")
+    assert result is not None and result.redirected == 1
+    assert result.answer.facts[0].supersedes == [green]
+
+
+def test_a_line_left_out_as_shown_is_asked_again_once_what_was_shown_is_replaced(
+    session: StoreSession, jane: Entity
+) -> None:
+    # Shown "frozen" as standing, the model left the chunk's "still frozen" out; meanwhile
+    # "green" replaced it: shown the store now, the model would file "frozen" again.
+    shown = file(session, jane, "Her staging cluster is frozen")
+    before = asked(session)
+    file(session, jane, "Her staging cluster is green", supersedes=(shown,))
+    said = "Jane Doe: the staging cluster is frozen, as before."
+    assert reconcile(answer(facts=[]), before, session, said) is None
+    # A chunk that does not say it had nothing to leave out.
+    other = "Jane Doe came by to talk about the offsite."
+    result = reconcile(answer(facts=[]), before, session, other)
+    assert result is not None and result.answer.facts == []
+
+
+def test_a_line_replaced_by_a_chunk_shown_in_the_same_request_is_not_asked_again(
+    session: StoreSession, jane: Entity
+) -> None:
+    shown = file(session, jane, "Her staging cluster is frozen")
+    before = asked(session)
+    # "green" comes from the chunk the same request showed before this one (`file`'s source).
+    file(session, jane, "Her staging cluster is green", supersedes=(shown,))
+    shared = Stamp(before.digest, before.facts, frozenset({("ops", "s1", "/logs/a.jsonl", 1, 1)}))
+    said = "Jane Doe: the staging cluster is frozen, as before."
+    result = reconcile(answer(facts=[]), shared, session, said)
+    assert result is not None
