@@ -59,11 +59,29 @@ class Ahead:
         self._extractor = extractor
         self.concurrency = max(1, concurrency)
         self._keeper = keeper  # journals answers on the workers (else the heartbeat's thread)
+        self.allowed = self.concurrency  # calls in flight at once for now (`judged`)
+        self._right = 0  # answers sent ahead found right in a row since `allowed` last changed
         self._pool: ThreadPoolExecutor | None = None
         self._flights: dict[str, Flight] = {}
         # The call taken for its chunk's turn, until its cost is charged (`settle`): still
         # reserved, so that calls sent ahead meanwhile cannot spend the same headroom.
         self._awaited: Flight | None = None
+
+    def judged(self, *, stale: bool) -> bool:
+        """An answer sent ahead was found at its chunk's turn either stale (asked again: paid
+        twice) or right (as given, or reconciled by code). A stale one halves the calls allowed
+        in flight; as many right ones in a row as are allowed add one back, up to `concurrency`.
+        Where chunks keep changing each other's context (updates of the same few things), a
+        heartbeat sends fewer ahead and pays for fewer answers twice; where they do not, it
+        keeps them all in flight. Return whether `allowed` changed."""
+        before = self.allowed
+        if stale:
+            self.allowed, self._right = max(1, self.allowed // 2), 0
+        else:
+            self._right += 1
+            if self._right >= self.allowed and self.allowed < self.concurrency:
+                self.allowed, self._right = self.allowed + 1, 0
+        return self.allowed != before
 
     @property
     def threaded(self) -> bool:

@@ -44,6 +44,7 @@ def answer(
             shared = _holding(run, chunk, session, upcoming, given=shared, asked_with=stale)
         return shared
     flight = run.ahead.take(chunk.key)
+    sent_ahead = flight is not None
     if flight is None:
         stored = run.state.journal.answered(chunk.key)
         if stored is not None and stored.answer_json is not None:
@@ -67,7 +68,13 @@ def answer(
     if extraction is None:
         return None
     return _holding(
-        run, chunk, session, upcoming, given=extraction.answer, asked_with=flight.asked_with
+        run,
+        chunk,
+        session,
+        upcoming,
+        given=extraction.answer,
+        asked_with=flight.asked_with,
+        sent_ahead=sent_ahead,
     )
 
 
@@ -95,14 +102,20 @@ def _holding(
     *,
     given: RecordMemories,
     asked_with: str,
+    sent_ahead: bool = False,
 ) -> RecordMemories | None:
     """The answer as it holds for the store now: as given when its context did not change,
-    reconciled by code when it can be, else the chunk's answer asked again."""
+    reconciled by code when it can be, else the chunk's answer asked again. The verdict on an
+    answer `sent_ahead` of its chunk's turn paces the calls sent ahead."""
     now = stamp(run.context(chunk, session))
     asked = Stamp.from_text(asked_with)
     if asked is not None and asked.digest == now.digest:
+        if sent_ahead:
+            sending.judged(run, stale=False)
         return given
     reconciled = reconcile(given, asked, session, chunk.render())
+    if sent_ahead:
+        sending.judged(run, stale=reconciled is None)
     if reconciled is not None:
         log.debug(
             "chunk.reconciled",

@@ -21,7 +21,8 @@ and the chunk is asked again (`None`) only when the answer would be wrong:
   left out, unless that fact is the one that replaced what the answer's fact supersedes;
 - when the model may have left a line out because its context showed it as standing and it no
   longer stands: a fact the context listed was superseded or retracted since, the answer does
-  not supersede it, and the chunk's text says at least half of its content words.
+  not supersede it, and the chunk's text says every content word of it (a restatement; a
+  different value of the same thing is a fact of the answer, checked above).
 
 What an answer was asked with is kept in the journal as a stamp (`stamp`): the digest of the
 context and the ids of the facts it listed, so that the same decision is taken after a crash.
@@ -171,9 +172,9 @@ def reconcile(
 def _left_out(answer: RecordMemories, asked: Stamp, session: StoreSession, excerpt: str) -> bool:
     """Whether the answer may lack a line the model left out because its context showed it as
     standing, and it no longer stands: a fact the context listed, superseded or retracted since
-    by something the model was not shown, which the answer does not supersede itself, and whose
-    content words the excerpt says (at least half of them). Shown the store as it is now, the
-    model would file that line again."""
+    by something the model was not shown, which the answer does not supersede itself, and every
+    content word of which the excerpt says. Shown the store as it is now, the model would file
+    that line again."""
     from memoryd.errors import CorruptFileError  # noqa: PLC0415 - only on this path
 
     superseded = {target for fact in answer.facts for target in fact.supersedes}
@@ -190,7 +191,7 @@ def _left_out(answer: RecordMemories, asked: Stamp, session: StoreSession, excer
         if after and asked.saw(after[1]):
             continue  # replaced by a chunk the same request showed before this one
         content = _content(listed.fact, _own(entity))
-        if content and len(content & said) >= OVERLAP * len(content):
+        if content and content <= said:
             return True
     return False
 

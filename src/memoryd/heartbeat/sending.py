@@ -106,7 +106,7 @@ def send_ahead(run: RunBook, upcoming: list[Chunk], session: StoreSession) -> No
         return
     recheck_arrived(run, upcoming, session)
     for chunk in upcoming[: ahead.concurrency * LOOK_AHEAD_PER_SLOT]:
-        if ahead.in_flight >= ahead.concurrency or run.should_stop():
+        if ahead.in_flight >= ahead.allowed or run.should_stop():
             return
         if ahead.holds(chunk.key) or chunk.key in run.answers:
             continue
@@ -139,7 +139,14 @@ def recheck_arrived(run: RunBook, upcoming: list[Chunk], session: StoreSession) 
             return
         log.info("chunk.asked_again", run_id=run.run_id, chunk_key=chunk.key, agent=chunk.agent)
         run.report.chunks_reextracted += 1
+        judged(run, stale=True)
         send(run, chunk, context)
+
+
+def judged(run: RunBook, *, stale: bool) -> None:
+    """The verdict on an answer sent ahead paces the calls sent ahead (`Ahead.judged`)."""
+    if run.ahead.judged(stale=stale):
+        log.debug("calls.paced", run_id=run.run_id, allowed=run.ahead.allowed, stale=stale)
 
 
 def journal_arrived(run: RunBook) -> None:

@@ -172,7 +172,7 @@ def test_a_line_left_out_as_shown_is_asked_again_once_what_was_shown_is_replaced
     shown = file(session, jane, "Her staging cluster is frozen")
     before = asked(session)
     file(session, jane, "Her staging cluster is green", supersedes=(shown,))
-    said = "Jane Doe: the staging cluster is frozen, as before."
+    said = "Jane Doe: her staging cluster is frozen, as before."
     assert reconcile(answer(facts=[]), before, session, said) is None
     # A chunk that does not say it had nothing to leave out.
     other = "Jane Doe came by to talk about the offsite."
@@ -188,6 +188,6 @@ def test_a_line_replaced_by_a_chunk_shown_in_the_same_request_is_not_asked_again
     # "green" comes from the chunk the same request showed before this one (`file`'s source).
     file(session, jane, "Her staging cluster is green", supersedes=(shown,))
     shared = Stamp(before.digest, before.facts, frozenset({("ops", "s1", "/logs/a.jsonl", 1, 1)}))
-    said = "Jane Doe: the staging cluster is frozen, as before."
+    said = "Jane Doe: her staging cluster is frozen, as before."
     result = reconcile(answer(facts=[]), shared, session, said)
     assert result is not None
