@@ -54,15 +54,22 @@ def render(results: dict[str, dict[str, Any]], concurrency: int) -> str:
         f"Kills (`shared` corpus, answers after {known['kill_latency']} s): the heartbeat is "
         "SIGKILLed once `depth` calls reached the server, then a second heartbeat finishes. "
         "Paid again = both runs' calls minus one per chunk minus the finishing run's "
-        "`chunk.asked_again`; in flight = calls that reached the server within the latency "
-        "before the kill (sent, not answered).",
+        "`chunk.asked_again`; in flight (by arrival) = calls that reached the server within the "
+        "latency before the kill. The after runs also count, from the server's own record, the "
+        "calls whose answer was not written whole before the kill (unanswered) and the answers "
+        "written in the 25 ms before it (on their way: the SDK had not returned them yet); each "
+        "depth is killed in several trials.",
         "",
-        "| depth | paid again / in flight: before | after |",
-        "|---|---|---|",
+        "| depth | before: paid again / in flight (by arrival) | after: the same | "
+        "after: paid again / unanswered + on their way, per trial |",
+        "|---|---|---|---|",
     ]
     depths = dict.fromkeys(k["depth"] for r in (after, before) if r for k in r["kills"])
     for depth in depths:
-        lines.append(f"| {depth} | {_kill(before, depth)} | {_kill(after, depth)} |")
+        lines.append(
+            f"| {depth} | {_kill(before, depth)} | {_kill(after, depth)} | "
+            f"{_trials(after, depth)} |"
+        )
     return "\n".join(lines)
 
 
@@ -208,4 +215,15 @@ def _same(row: Row) -> str:
 
 def _kill(result: dict[str, Any] | None, depth: int) -> str:
     k = next((k for k in result["kills"] if k["depth"] == depth), None) if result else None
-    return "—" if k is None else f"{k['paid_again']} / {k['in_flight']}"
+    if k is None:
+        return "—"
+    return ", ".join(f"{t['paid_again']} / {t['in_flight']}" for t in k.get("trials", [k]))
+
+
+def _trials(result: dict[str, Any] | None, depth: int) -> str:
+    k = next((k for k in result["kills"] if k["depth"] == depth), None) if result else None
+    if k is None or "unanswered" not in k:
+        return "—"
+    return ", ".join(
+        f"{t['paid_again']} / {t['unanswered']} + {t['in_transit']}" for t in k["trials"]
+    )

@@ -58,6 +58,7 @@ DATA = BENCH
 ROOT = Path(__file__).resolve().parent.parent
 CONCURRENCY = 8
 CORPORA = ("shared", "disjoint", "dense")
+TRANSIT = 0.025  # seconds before a kill in which an answer written counts as on its way
 SHARED_PEOPLE = dense.PEOPLE
 SHARED_PROJECTS = dense.PROJECTS
 VOCABULARY = tuple(
@@ -223,7 +224,15 @@ def backfill(
 
 
 def killed(options: argparse.Namespace, depth: int) -> dict[str, Any]:
-    """Kill the heartbeat once `depth` calls reached the server; finish with a second one."""
+    """Kill the heartbeat once `depth` calls reached the server; finish with a second one;
+    `--trials` times."""
+    trials = [_killed_once(options, depth) for _ in range(options.trials)]
+    for trial in trials:
+        print(json.dumps(trial), flush=True)
+    return {"depth": depth, "trials": trials, **trials[0]}
+
+
+def _killed_once(options: argparse.Namespace, depth: int) -> dict[str, Any]:
     ws = workspace(f"kill-{depth}", options.conversations, corpus="shared")
     latency = options.kill_latency
     model = Model(latency)
@@ -241,15 +250,19 @@ def killed(options: argparse.Namespace, depth: int) -> dict[str, Any]:
         at = time.monotonic()
         process.communicate(timeout=60)
         first = len(server.message_requests)
-        # Sent and not answered at the kill: came within the last `latency` seconds.
+        # Sent and not answered at the kill, by arrival: came within the last `latency` seconds.
         in_flight = sum(1 for arrival in model.arrivals if arrival > at - latency)
+        # By the server's own record: answers not written whole before the kill, and those
+        # written in the TRANSIT seconds before it (on their way: the SDK had not returned them).
+        written = [w for w in server.written if w <= at]
         event = finished(heartbeat(config, options.code))
         calls = len(server.message_requests)
     chunks = options.conversations
     return {
-        "depth": depth,
         "first_calls": first,
         "in_flight": in_flight,
+        "unanswered": first - len(written),
+        "in_transit": sum(1 for w in written if w > at - TRANSIT),
         "calls": calls,
         "paid_again": calls - chunks - int(event.get("chunks_reextracted", 0)),
         "asked_again": int(event.get("chunks_reextracted", 0)),
@@ -310,6 +323,7 @@ def main(argv: list[str]) -> int:
         "--depths", type=int, nargs="*", default=[3, 10, 20, 40, 80], help="none: no kills"
     )
     parser.add_argument("--kill-latency", type=float, default=0.5)
+    parser.add_argument("--trials", type=int, default=3, help="kills per depth")
     parser.add_argument("--scale", type=float, default=1.0, help="conversations x scale")
     parser.add_argument("--code", type=Path, default=None, help="another checkout's src")
     parser.add_argument("--label", choices=("before", "after"), default="after")
