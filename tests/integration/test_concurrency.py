@@ -290,3 +290,35 @@ def test_a_heartbeat_after_a_recent_valid_answer_sends_ahead_from_its_first_call
         report = ws.heartbeat(settings, server.base_url)
     assert report.chunks_extracted == 3
     assert model.most == 1  # hours later: one call alone first (it waited for company)
+
+
+def test_slots_freed_while_a_chunk_waits_for_its_answer_are_filled_at_once(
+    tmp_path: Path,
+) -> None:
+    """The second chunk's answer is slow; the calls sent ahead of it answer at once. While the
+    heartbeat waits for that answer, every slot the others free is filled with the next chunk:
+    the calls stay `concurrency` in flight, not one batch per chunk applied."""
+    ws = Workspace(tmp_path)
+    ws.init()
+    ws.write_log("a.jsonl", _rows())  # 8 chunks, one a day
+    context = ContextModel(delay=0)
+    arrived: list[str] = []
+    lock = threading.Condition()
+
+    def model(request: RecordedRequest) -> ToolUse:
+        day = re.search(r"Customer (\d)", transcript_of(request))
+        with lock:
+            arrived.append(day.group(1) if day else "?")
+            lock.notify_all()
+            if arrived[-1] == "2":  # held until every later chunk was sent (or 3 s at most)
+                lock.wait_for(lambda: len(arrived) >= 8, timeout=3)
+                held_while.append(len(arrived) - arrived.index("2") - 1)
+        return context(request)
+
+    held_while: list[int] = []
+    with FakeAnthropicServer(handler=model) as server:
+        report = ws.heartbeat(ws.settings(llm={"concurrency": 3}), server.base_url)
+    assert report.exit_code == EXIT_OK and report.chunks_extracted == 8
+    # Chunks 3 to 8 were all sent while chunk 2's answer was awaited: with 3 slots, the two
+    # beside it were refilled as they answered (without the refill: 2, the first batch only).
+    assert held_while == [6]

@@ -45,7 +45,7 @@ class Flight:
     future: Future[Extraction]
     asked_with: str = ""  # the stamp of `context` the journal keeps with its answer
     journalled: bool = False  # its answer is journalled and charged (on arrival)
-    checked: int = -1  # chunks applied when its answer was last checked against the store
+    checked: int = 0  # chunks applied when it was sent, or its answer last checked
     receipt: Receipt = field(default_factory=Receipt)  # journalled by the worker that received it
 
 
@@ -150,8 +150,9 @@ class Ahead:
         return [f for f in flights if not f.journalled and f.future.done()]
 
     def wait_any(self, flight: Flight) -> None:
-        """Block until `flight` or any other call in flight not journalled yet is done."""
-        waiting = [f.future for f in self._flights.values() if not f.journalled]
+        """Block until `flight` or any other call still in flight is done (one that failed,
+        left unjournalled for its chunk's turn, is not waited for again)."""
+        waiting = [f.future for f in self._flights.values() if not f.future.done()]
         wait([flight.future, *waiting], return_when=FIRST_COMPLETED)
 
     def take(self, chunk_key: str) -> Flight | None:

@@ -62,7 +62,7 @@ def answer(
             return None
     sending.send_ahead(run, upcoming, session)
     try:
-        extraction = _awaited(run, chunk, flight)
+        extraction = _awaited(run, chunk, flight, refill=(upcoming, session))
     finally:
         run.ahead.settle()
     if extraction is None:
@@ -132,7 +132,7 @@ def _holding(
         return None
     sending.send_ahead(run, upcoming, session)
     try:
-        extraction = _awaited(run, chunk, flight, again=True)
+        extraction = _awaited(run, chunk, flight, refill=(upcoming, session), again=True)
     finally:
         run.ahead.settle()
     # Nothing was applied while it was asked: it holds for the context it was sent with.
@@ -140,14 +140,23 @@ def _holding(
 
 
 def _awaited(
-    run: RunBook, chunk: Chunk, flight: Flight, *, again: bool = False
+    run: RunBook,
+    chunk: Chunk,
+    flight: Flight,
+    *,
+    refill: tuple[list[Chunk], StoreSession],
+    again: bool = False,
 ) -> Extraction | None:
     """The outcome of the chunk's call, journalled and charged (with every other answer that
-    arrives meanwhile); None when it failed. A chunk asked `again` counts as re-extracted, not
-    as one more chunk extracted."""
+    arrives meanwhile, each slot it frees filled at once with the next chunk of `refill`'s);
+    None when it failed. A chunk asked `again` counts as re-extracted, not as one more chunk
+    extracted."""
+    upcoming, session = refill
     while not flight.future.done():
         run.ahead.wait_any(flight)
         sending.journal_arrived(run)
+        if not flight.future.done():
+            sending.send_ahead(run, upcoming, session)
     sending.journal_arrived(run)
     try:
         extraction = flight.future.result()

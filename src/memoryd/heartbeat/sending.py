@@ -27,6 +27,7 @@ from memoryd.heartbeat.reconcile import Stamp, reconcile, stamp
 from memoryd.heartbeat.run import RunBook
 from memoryd.llm.prices import Usage
 from memoryd.logs import get_logger
+from memoryd.store.text import fold
 
 if TYPE_CHECKING:
     from memoryd.extractors.apply import StoreSession
@@ -86,7 +87,7 @@ def send(run: RunBook, chunk: Chunk, context: ChunkContext) -> Flight:
     plan = lean_plan(chunk)
     run.state.journal.plan(chunk.key, run_id=run.run_id, plan_json=plan, at=run.clock())
     estimate = run.estimate(chunk)
-    return run.ahead.send(
+    flight = run.ahead.send(
         chunk,
         plan=plan,
         context=context,
@@ -94,6 +95,8 @@ def send(run: RunBook, chunk: Chunk, context: ChunkContext) -> Flight:
         may_retry=retry_check(run, estimate),
         asked_with=stamp(context).to_text(),
     )
+    flight.checked = len(run.done)  # asked with the store as these chunks left it
+    return flight
 
 
 def send_ahead(run: RunBook, upcoming: list[Chunk], session: StoreSession) -> None:
@@ -122,13 +125,18 @@ def recheck_arrived(run: RunBook, upcoming: list[Chunk], session: StoreSession) 
     chunks and would be wrong for the store as it is now (`memoryd.heartbeat.reconcile`):
     found out at its chunk's turn, the call would be made alone, a whole answer's wait on the
     heartbeat's thread. An answer is checked again only after more chunks were applied (the
-    store changes only then); its turn checks once more."""
+    store changes only then), and only when one of their answers names something the chunk's
+    text names, or files skills or tacit lines (building a context is the costly part: most
+    applied chunks concern none of the calls waiting). Its turn checks it in full once more."""
     ahead = run.ahead
     for chunk in upcoming[: ahead.concurrency]:
         flight = ahead.get(chunk.key)
         if flight is None or not flight.journalled or flight.checked == len(run.done):
             continue
+        applied = run.done[flight.checked :]
         flight.checked = len(run.done)
+        if not _concerns(run, applied, chunk):
+            continue
         context = run.context(chunk, session)
         asked = Stamp.from_text(flight.asked_with)
         if asked is not None and asked.digest == stamp(context).digest:
@@ -141,6 +149,24 @@ def recheck_arrived(run: RunBook, upcoming: list[Chunk], session: StoreSession) 
         run.report.chunks_reextracted += 1
         judged(run, stale=True)
         send(run, chunk, context)
+
+
+def _concerns(run: RunBook, applied: list[str], chunk: Chunk) -> bool:
+    """Whether the answers of the `applied` chunks may have changed the chunk's context: one
+    names an entity whose name the chunk's text says, or files skills or tacit lines. A cheap
+    test for an early check; a changed context it misses is found at the chunk's turn."""
+    text: str | None = None
+    for key in applied:
+        answer = run.answers.get(key)
+        if answer is None:
+            continue
+        if answer.skills or answer.tacit:
+            return True
+        names = {fact.entity.name for fact in answer.facts} | {e.name for e in answer.entities}
+        text = fold(chunk.render()) if text is None else text
+        if any(fold(name) in text for name in names):
+            return True
+    return False
 
 
 def judged(run: RunBook, *, stale: bool) -> None:
