@@ -3,7 +3,9 @@
 The operator's store and state are never touched: the set is filed into a fresh store and state
 database under a temporary folder, with the operator's `[llm]` table as it is (endpoint, model,
 key, concurrency, timeout) and everything else fixed for a repeatable run: the whole history read
-(`backfill.since = "all"`), no spending ceiling, no push, no index commands. The jobs are the
+(`backfill.since = "all"`), each conversation asked in a call of its own (`sections_per_call`
+1: the requests stay those a recording answers, whatever the set's agents interleave), no
+spending ceiling, no push, no index commands. The jobs are the
 real ones (`run_heartbeat`, then `run_rewrite` for the summaries) and run on the set's own clock:
 "today" is the set's `today` (the day after its last conversation by default), so that the
 decay tiers, and hence the summaries, are what they would be the day after.
@@ -60,7 +62,7 @@ def eval_settings(operator: Settings, labels: Labels, root: Path) -> Settings:
     return Settings(
         store=StoreSettings(path=root / "store"),
         state=StateSettings(path=root / "state", host="eval"),
-        llm=operator.llm,
+        llm=operator.llm.model_copy(update={"sections_per_call": 1}),
         budget=BudgetSettings(daily_usd=0),
         backfill=BackfillSettings(since="all"),
         schedule=operator.schedule,
