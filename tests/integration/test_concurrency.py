@@ -319,6 +319,7 @@ def test_slots_freed_while_a_chunk_waits_for_its_answer_are_filled_at_once(
     with FakeAnthropicServer(handler=model) as server:
         report = ws.heartbeat(ws.settings(llm={"concurrency": 3}), server.base_url)
     assert report.exit_code == EXIT_OK and report.chunks_extracted == 8
-    # Chunks 3 to 8 were all sent while chunk 2's answer was awaited: with 3 slots, the two
-    # beside it were refilled as they answered (without the refill: 2, the first batch only).
-    assert held_while == [6]
+    # Chunks 3 to 8 are sent while chunk 2's answer is awaited: with 3 slots, the two beside it
+    # are refilled as they answer (all 6 at once unless the machine is very busy; without the
+    # refill: 2, the first batch only, however long the wait).
+    assert len(held_while) == 1 and held_while[0] > 2

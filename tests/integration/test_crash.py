@@ -13,8 +13,6 @@ uninterrupted run does, and no chunk's answer is paid for twice.
 
 from __future__ import annotations
 
-import os
-import shutil
 import signal
 import subprocess
 from collections.abc import Iterator
@@ -27,36 +25,17 @@ from tests.support.killing import (
     command_line,
     environment,
     finish,
+    git_wrapper,
     held_after,
     model,
     normalized_tree,
     point_at,
-    start,
+    run,
     wait_for,
     write_config,
 )
 
 pytestmark = pytest.mark.slow
-
-REAL_GIT = shutil.which("git")
-WRAPPER = """#!/bin/sh
-# Test wrapper: run the real git; kill memoryd (our parent) at the point named in $KILL_AT,
-# once (the marker file is consumed). Paths are staged by `git update-index` (files) or `git add`
-# (folders); a commit is made by `git commit`, or by `update-ref` moving the branch to a commit
-# built by `commit-tree` (only memoryd's paths staged).
-if [ -n "$KILL_MARKER" ] && [ -e "$KILL_MARKER" ]; then
-  for arg in "$@"; do
-    if [ "$KILL_AT" = "before-add" ] && [ "$arg" = "add" -o "$arg" = "update-index" ]; then
-      rm -f "$KILL_MARKER"; kill -9 "$PPID"; exit 1
-    fi
-    if [ "$KILL_AT" = "after-commit" ] && [ "$arg" = "commit" -o "$arg" = "update-ref" ]; then
-      "$REAL_GIT" "$@"; status=$?
-      rm -f "$KILL_MARKER"; kill -9 "$PPID"; exit $status
-    fi
-  done
-fi
-exec "$REAL_GIT" "$@"
-"""
 
 DAYS = [
     ("2026-03-01", "remember: person Jane Doe: Works at Initech"),
@@ -67,13 +46,7 @@ DAYS = [
 
 @pytest.fixture
 def wrapper(tmp_path: Path) -> Path:
-    assert REAL_GIT is not None
-    folder = tmp_path / "bin"
-    folder.mkdir()
-    script = folder / "git"
-    script.write_text(WRAPPER, encoding="utf-8")
-    script.chmod(0o755)
-    return folder
+    return git_wrapper(tmp_path / "bin")
 
 
 def prepare(root: Path, base_url: str, *, shared: bool = False) -> tuple[Workspace, Path]:
@@ -85,26 +58,6 @@ def prepare(root: Path, base_url: str, *, shared: bool = False) -> tuple[Workspa
     # `shared`: the three days' chunks share one call (`llm.sections_per_call`).
     sections = f"sections_per_call = {10 if shared else 1}"
     return workspace, write_config(workspace, base_url, "concurrency = 1", sections)
-
-
-def run(
-    config: Path, wrapper: Path | None, kill_at: str | None, root: Path
-) -> subprocess.Popen[str]:
-    """A heartbeat; with `wrapper` and `kill_at`, the git wrapper kills it at that point."""
-    if wrapper is None or kill_at is None:
-        return start(config, root)
-    marker = root / "kill-marker"
-    marker.write_text("", encoding="utf-8")
-    return start(
-        config,
-        root,
-        {
-            "PATH": f"{wrapper}{os.pathsep}{os.environ['PATH']}",
-            "REAL_GIT": str(REAL_GIT),
-            "KILL_AT": kill_at,
-            "KILL_MARKER": str(marker),
-        },
-    )
 
 
 @pytest.fixture

@@ -7,12 +7,12 @@ import json
 import re
 from datetime import date, timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
-from tests.fakes.fake_anthropic import Error, FakeAnthropicServer, RecordedRequest, ToolUse
+from tests.fakes.fake_anthropic import Error, FakeAnthropicServer, RecordedRequest
 from tests.support.harness import Workspace, turn
 from tests.support.marker_model import user_text
+from tests.support.sections import normalized, section_model, sections_of
 
 from memoryd.budget import PROMPT_TOKENS_ALLOWANCE
 from memoryd.heartbeat import HeartbeatReport
@@ -20,35 +20,6 @@ from memoryd.jobs.environment import open_state
 from memoryd.jobs.heartbeat import build_heartbeat, dry_run_heartbeat
 from memoryd.jobs.reconcile import reconcile_state
 from memoryd.llm.tokens import estimate_tokens_for
-
-_SECTION = re.compile(r"<<<(MEMORYD-[0-9A-F]+) BEGIN (s\d+)>>>\n(.*?)\n<<<\1 END \2>>>", re.DOTALL)
-_SINGLE = re.compile(r"<<<(MEMORYD-[0-9A-F]+) BEGIN>>>\n(.*?)\n<<<\1 END>>>", re.DOTALL)
-_REMEMBER = re.compile(r"^remember: (\w+) ([^:]+): (.+)$", re.MULTILINE)
-
-
-def sections_of(request: RecordedRequest) -> list[tuple[str | None, str]]:
-    text = user_text(request)
-    found = [(section, body) for _nonce, section, body in _SECTION.findall(text)]
-    return found or [(None, body) for _nonce, body in _SINGLE.findall(text)]
-
-
-def section_model(request: RecordedRequest, *, attribute: bool = True) -> ToolUse:
-    """Files the `remember:` lines of every section, each attributed to its section, plus one
-    timeline line per section."""
-    facts: list[dict[str, Any]] = []
-    entities: list[dict[str, Any]] = []
-    timeline: list[dict[str, Any]] = []
-    for section, body in sections_of(request):
-        where = {"section": section} if section and attribute else {}
-        for kind, name, fact in _REMEMBER.findall(body):
-            facts.append(
-                {"entity": {"name": name, "kind": kind}, "fact": fact, "category": "status"} | where
-            )
-            entities.append({"name": name, "kind": kind, "significant": True})
-        first = _REMEMBER.search(body)
-        if first:
-            timeline.append({"text": f"Talked about {first.group(2)}"} | where)
-    return ToolUse({"facts": facts, "entities": entities, "timeline": timeline})
 
 
 def write_short(ws: Workspace, count: int, first: str = "2026-03-02", *, days: int = 1) -> None:
@@ -76,10 +47,6 @@ def sources_by_entity(ws: Workspace) -> dict[str, tuple[str, str]]:
         for fact in json.loads(path.read_text(encoding="utf-8")):
             found[fact["fact"]] = (fact["source"]["session"], Path(fact["source"]["file"]).name)
     return found
-
-
-def normalized(ws: Workspace) -> dict[str, str]:
-    return {path: text.replace(str(ws.root), "WS") for path, text in ws.memories().items()}
 
 
 @pytest.mark.parametrize("concurrency", [1, 4])

@@ -15,11 +15,10 @@ from typing import Any
 import pytest
 from tests.fakes.configs import anthropic_llm, ops_config
 from tests.fakes.fake_anthropic import FakeAnthropicServer
-from tests.integration.test_crash import REAL_GIT, WRAPPER, run
-from tests.integration.test_sections import normalized, section_model, sections_of
 from tests.support.harness import Workspace, turn
-from tests.support.killing import finish
+from tests.support.killing import finish, git_wrapper, run
 from tests.support.marker_model import user_text
+from tests.support.sections import normalized, section_model, sections_of
 
 from memoryd.heartbeat.reconcile import Stamp
 from memoryd.settings import Settings
@@ -201,20 +200,14 @@ def crash_chats(ws: Workspace) -> None:
 
 
 @pytest.fixture
-def git_wrapper(tmp_path: Path) -> Path:
-    assert REAL_GIT is not None
-    folder = tmp_path / "bin"
-    folder.mkdir()
-    script = folder / "git"
-    script.write_text(WRAPPER, encoding="utf-8")
-    script.chmod(0o755)
-    return folder
+def wrapper(tmp_path: Path) -> Path:
+    return git_wrapper(tmp_path / "bin")
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("kill_at", ["before-add", "after-commit"])
 def test_interleaved_shared_calls_killed_around_the_commit_are_not_paid_again(
-    tmp_path: Path, git_wrapper: Path, kill_at: str
+    tmp_path: Path, wrapper: Path, kill_at: str
 ) -> None:
     with FakeAnthropicServer(handler=section_model) as server:
         reference = workspace(tmp_path / "reference")
@@ -226,7 +219,7 @@ def test_interleaved_shared_calls_killed_around_the_commit_are_not_paid_again(
         ws = workspace(tmp_path / "crash")
         crash_chats(ws)
         config = crash_config(ws, server.base_url)
-        assert finish(run(config, git_wrapper, kill_at, ws.root)) == -signal.SIGKILL
+        assert finish(run(config, wrapper, kill_at, ws.root)) == -signal.SIGKILL
         assert len(server.message_requests) == 2 * paid
         assert finish(run(config, None, None, ws.root)) == 0
         # Every member's answer was journalled with its stamp: nothing is asked again.

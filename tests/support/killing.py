@@ -6,13 +6,15 @@ test_crash_ahead.py share.
 outlives the timeout); `wait_for` polls a condition without sleeping longer than a tick;
 `held_after` answers the first requests at once and holds the later ones (a slow model: the test
 kills memoryd while they are in flight); `point_at` sends the next run of a config to another
-fake server.
+fake server; `run` starts a heartbeat that the `git` wrapper of `git_wrapper` kills at a named
+point (before staging, after committing).
 """
 
 from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -122,3 +124,54 @@ def point_at(config: Path, base_url: str) -> None:
     """Send the next runs of `config` to the fake server at `base_url`."""
     text = config.read_text(encoding="utf-8")
     config.write_text(re.sub(r'base_url = ".*"', f'base_url = "{base_url}"', text))
+
+
+REAL_GIT = shutil.which("git")
+WRAPPER = """#!/bin/sh
+# Test wrapper: run the real git; kill memoryd (our parent) at the point named in $KILL_AT,
+# once (the marker file is consumed). Paths are staged by `git update-index` (files) or `git add`
+# (folders); a commit is made by `git commit`, or by `update-ref` moving the branch to a commit
+# built by `commit-tree` (only memoryd's paths staged).
+if [ -n "$KILL_MARKER" ] && [ -e "$KILL_MARKER" ]; then
+  for arg in "$@"; do
+    if [ "$KILL_AT" = "before-add" ] && [ "$arg" = "add" -o "$arg" = "update-index" ]; then
+      rm -f "$KILL_MARKER"; kill -9 "$PPID"; exit 1
+    fi
+    if [ "$KILL_AT" = "after-commit" ] && [ "$arg" = "commit" -o "$arg" = "update-ref" ]; then
+      "$REAL_GIT" "$@"; status=$?
+      rm -f "$KILL_MARKER"; kill -9 "$PPID"; exit $status
+    fi
+  done
+fi
+exec "$REAL_GIT" "$@"
+"""
+
+
+def git_wrapper(folder: Path) -> Path:
+    """A folder holding the `git` wrapper above (put first on PATH by `run`)."""
+    assert REAL_GIT is not None
+    folder.mkdir()
+    script = folder / "git"
+    script.write_text(WRAPPER, encoding="utf-8")
+    script.chmod(0o755)
+    return folder
+
+
+def run(
+    config: Path, wrapper: Path | None, kill_at: str | None, root: Path
+) -> subprocess.Popen[str]:
+    """A heartbeat; with `wrapper` and `kill_at`, the git wrapper kills it at that point."""
+    if wrapper is None or kill_at is None:
+        return start(config, root)
+    marker = root / "kill-marker"
+    marker.write_text("", encoding="utf-8")
+    return start(
+        config,
+        root,
+        {
+            "PATH": f"{wrapper}{os.pathsep}{os.environ['PATH']}",
+            "REAL_GIT": str(REAL_GIT),
+            "KILL_AT": kill_at,
+            "KILL_MARKER": str(marker),
+        },
+    )

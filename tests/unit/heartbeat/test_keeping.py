@@ -10,43 +10,24 @@ tests/integration/test_crash_ahead.py).
 from __future__ import annotations
 
 import sqlite3
-import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from tests.support.extractors import answer, fact, make_chunk
+from tests.support.extractors import make_chunk
+from tests.support.held_extractor import COST, MODEL, HeldExtractor
 
 from memoryd.budget import Budget
 from memoryd.extractors.chunking import Chunk
-from memoryd.extractors.extract import ChunkContext, Extraction, RetryCheck, retry_allowed
+from memoryd.extractors.extract import ChunkContext
 from memoryd.heartbeat.ahead import Ahead
 from memoryd.heartbeat.keeping import Keeper
-from memoryd.llm.prices import ModelPrice, PriceTable, Usage
+from memoryd.llm.prices import ModelPrice, PriceTable
 from memoryd.state import State
 
-MODEL = "test-model"
 PRICES = PriceTable({MODEL: ModelPrice(input=10.0, output=20.0, cache_write=12.5, cache_read=1.0)})
 NOON = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
-USAGE = Usage(input_tokens=1000, output_tokens=100)
-COST = (1000 * 10.0 + 100 * 20.0) / 1e6
-
-
-class HeldExtractor:
-    """Answers each chunk once the test releases it, on the calling (worker) thread."""
-
-    prompt_refs = ("extract-system@test",)
-
-    def __init__(self) -> None:
-        self.release = threading.Event()
-
-    def extract(
-        self, chunk: Chunk, context: ChunkContext, may_retry: RetryCheck = retry_allowed
-    ) -> Extraction:
-        assert self.release.wait(30), "the test never released the call"
-        given = answer(facts=[fact("Dana Whitfield", f"Leads the {chunk.session_id} rollout")])
-        return Extraction(answer=given, usage=USAGE, model=MODEL)
 
 
 @pytest.fixture

@@ -3,7 +3,7 @@ again, paid twice) halves them, as many right answers in a row as are allowed ad
 
 from __future__ import annotations
 
-from tests.unit.heartbeat.test_keeping import HeldExtractor
+from tests.support.held_extractor import HeldExtractor
 
 from memoryd.heartbeat.ahead import Ahead
 
