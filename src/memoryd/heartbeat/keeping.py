@@ -46,6 +46,32 @@ class Receipt:
     cost: float = 0.0
 
 
+def journal_and_charge(
+    budget: Budget,
+    chunk_key: str,
+    extraction: Extraction,
+    asked_with: str,
+    *,
+    run_id: str,
+    at: datetime,
+    model: str,
+) -> float:
+    """Journal the chunk's answer with what it was asked with (replacing the answer of a chunk
+    asked again) and charge it in the usage ledger, in one transaction of the budget's state
+    database; return the cost charged. `model` names the call when the answer does not."""
+    with budget.state.transaction():
+        budget.state.journal.record_answer(
+            chunk_key,
+            answer_json=extraction.answer.model_dump_json(),
+            usage=extraction.usage,
+            model=extraction.model or model,
+            at=at,
+            asked_with=asked_with or None,
+            again=True,
+        )
+        return budget.charge(extraction.usage, extraction.model, job="heartbeat", run_id=run_id)
+
+
 class Keeper:
     """Journals answers from worker threads through one connection of its own."""
 
@@ -77,19 +103,15 @@ class Keeper:
             if state is None:
                 return Receipt()
             try:
-                with state.transaction():
-                    state.journal.record_answer(
-                        chunk_key,
-                        answer_json=extraction.answer.model_dump_json(),
-                        usage=extraction.usage,
-                        model=extraction.model or self._model,
-                        at=self._clock(),
-                        asked_with=asked_with or None,
-                        again=True,
-                    )
-                    cost = replace(self._budget, state=state).charge(
-                        extraction.usage, extraction.model, job="heartbeat", run_id=self._run_id
-                    )
+                cost = journal_and_charge(
+                    replace(self._budget, state=state),
+                    chunk_key,
+                    extraction,
+                    asked_with,
+                    run_id=self._run_id,
+                    at=self._clock(),
+                    model=self._model,
+                )
             except (StateError, sqlite3.Error, OSError) as error:
                 log.debug(
                     "chunk.keep_deferred",

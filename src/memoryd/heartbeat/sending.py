@@ -23,6 +23,7 @@ from memoryd.extractors.extract import (
     RetryRefusedError,
 )
 from memoryd.heartbeat.ahead import Flight, lean_plan, outcome
+from memoryd.heartbeat.keeping import journal_and_charge
 from memoryd.heartbeat.reconcile import Stamp, reconcile, stamp
 from memoryd.heartbeat.run import RunBook
 from memoryd.llm.prices import Usage
@@ -193,17 +194,16 @@ def journal_answer(run: RunBook, flight: Flight, extraction: Extraction) -> None
         run.count_charge(extraction.usage, flight.receipt.cost)
         flight.journalled = True
         return
-    with run.state.transaction():
-        run.state.journal.record_answer(
-            flight.chunk.key,
-            answer_json=extraction.answer.model_dump_json(),
-            usage=extraction.usage,
-            model=extraction.model or run.settings.model,
-            at=run.clock(),
-            asked_with=flight.asked_with or None,
-            again=True,
-        )
-        run.charge(extraction.usage, extraction.model)
+    cost = journal_and_charge(
+        run.budget,
+        flight.chunk.key,
+        extraction,
+        flight.asked_with,
+        run_id=run.run_id,
+        at=run.clock(),
+        model=run.settings.model,
+    )
+    run.count_charge(extraction.usage, cost)
     flight.journalled = True
 
 

@@ -50,8 +50,11 @@ def keeper(path: Path, state: State, *, busy_timeout_ms: int = 5_000) -> Keeper:
     )
 
 
-def send(ahead: Ahead, state: State, chunk: Chunk) -> None:
-    state.journal.plan(chunk.key, run_id="run-1", plan_json='{"p": 1}', at=NOON)
+def send(ahead: Ahead, state: State, chunk: Chunk, *, planned: bool = True) -> None:
+    """Send the chunk ahead, its plan journalled first as the heartbeat does (unless not
+    `planned`)."""
+    if planned:
+        state.journal.plan(chunk.key, run_id="run-1", plan_json='{"p": 1}', at=NOON)
     ahead.send(
         chunk,
         plan='{"p": 1}',
@@ -115,14 +118,7 @@ def test_an_answer_for_a_chunk_never_planned_is_not_kept(path: Path) -> None:
     extractor.release.set()
     with State.open(path) as heartbeat:
         ahead = Ahead(extractor, 2, keeper(path, heartbeat))
-        ahead.send(
-            chunk,
-            plan="{}",
-            context=ChunkContext(known_entities="", skills_index=""),
-            estimate=None,
-            may_retry=lambda used: True,
-            asked_with="stamp-1",
-        )
+        send(ahead, heartbeat, chunk, planned=False)
         flight = ahead.flights()[0]
         flight.future.result(timeout=30)
         assert not flight.receipt.kept
